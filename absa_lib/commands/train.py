@@ -1,0 +1,70 @@
+"""``absa train``: train (or fetch from the cache, or resume) one run and print where it lives."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from absa_lib.train import TrainConfig, train
+
+_DEFAULTS = TrainConfig()
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a model; prints the run folder and its dev/test metrics",
+                       description="Train a model. A run with the same configuration is returned from "
+                       "the cache instantly (unless --force); an interrupted run resumes.")
+    p.add_argument("--dataset", required=True, help="sentihood | semeval")
+    p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert")
+    p.add_argument("--preset", default=_DEFAULTS.preset, help="paper (default) | official")
+    p.add_argument("--aux", default=_DEFAULTS.aux,
+                   help="input variant: NLI-M (default) | QA-M | NLI-B | QA-B | none | single")
+    p.add_argument("--backbone", default=_DEFAULTS.backbone,
+                   help="bert-base-uncased | minilm (default, offline) | bert-base-random | tiny | a local folder")
+    p.add_argument("--seed", type=int, default=_DEFAULTS.seed)
+    p.add_argument("--epochs", type=int, default=_DEFAULTS.epochs)
+    p.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size)
+    p.add_argument("--lr", type=float, default=_DEFAULTS.lr)
+    p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length)
+    p.add_argument("--sampler", default=_DEFAULTS.sampler, help="uniform (default) | balanced (official code)")
+    p.add_argument("--max-train-examples", type=int, default=None, help="train on a seeded subset")
+    p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate on the first K dev/test examples")
+    p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size)
+    p.add_argument("--override", action="append", default=[], metavar="KEY=JSON",
+                   help='model config override, e.g. --override quasi=false --override gate_activation=\'"sigmoid"\'')
+    p.add_argument("--out", default=None, help="runs folder (default: ./runs or $ABSA_RUNS_DIR)")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--force", action="store_true", help="retrain even if the run exists")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=run)
+
+
+def _overrides(items: list[str]) -> dict:
+    from absa_lib.errors import AbsaError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise AbsaError(f"--override {item!r}: expected KEY=VALUE, e.g. quasi=false")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    config = TrainConfig(
+        dataset=args.dataset, model=args.model, preset=args.preset, aux=args.aux, backbone=args.backbone,
+        seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+        max_length=args.max_length, sampler=args.sampler, max_train_examples=args.max_train_examples,
+        max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size,
+        model_overrides=_overrides(args.override))
+    result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet)
+    summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
+               "selection_metric": result.metrics["selection_metric"],
+               "dev_best": result.selected("dev_best"),
+               "test_best (official protocol: selected on test)": result.selected("test_best")}
+    print(json.dumps(summary, indent=2))
+    return 0

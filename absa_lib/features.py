@@ -1,0 +1,84 @@
+"""From text inputs to model tensors: WordPiece encoding and dynamic padding.
+
+PAPER_SPEC §1.3: ``[CLS] text_a [SEP] text_b [SEP]`` with segment ids 0 then 1, or
+``[CLS] text_a [SEP]`` without an auxiliary sentence. Over-long pairs are truncated one token at a
+time from the longer side (the official ``_truncate_seq_pair``; Hugging Face's
+``truncation="longest_first"`` does the same). The official code pads every example to
+``max_seq_length`` and then cuts each batch to its longest sequence; padding to the longest
+sequence in the batch directly (``collate``) gives the same tensors with less work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from absa_lib.data import TextInput
+
+
+@dataclass
+class Encoded:
+    """One encoded input. ``truncated`` says whether tokens were dropped to fit ``max_length``."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    context_id: int
+    label: int
+    truncated: bool = False
+
+
+def encode(inputs: list[TextInput], tokenizer: PreTrainedTokenizerBase, max_length: int = 128) -> list[Encoded]:
+    """Tokenize text inputs in one batched call (fast tokenizers do this in Rust).
+
+    Args:
+        inputs: from :func:`absa_lib.data.build_inputs`.
+        tokenizer: a BERT WordPiece tokenizer (uncased for every backbone shipped here).
+        max_length: the official HEAD value is 128 (the paper does not say).
+
+    Returns:
+        One :class:`Encoded` per input, in order, unpadded.
+    """
+    if not inputs:
+        return []
+    pairs = [inp.text_b is not None for inp in inputs]
+    if any(pairs) and not all(pairs):
+        raise ValueError("encode() needs all inputs with an auxiliary sentence or all without")
+    text_a = [inp.text_a for inp in inputs]
+    text_b = [inp.text_b for inp in inputs] if pairs[0] else None
+    full = tokenizer(text_a, text_b, add_special_tokens=True, truncation=False)["input_ids"]
+    enc = tokenizer(text_a, text_b, add_special_tokens=True, truncation="longest_first",
+                    max_length=max_length, return_token_type_ids=True)
+    return [
+        Encoded(ids, types, inp.context_id, inp.label, truncated=len(ids) < len(untruncated))
+        for inp, ids, types, untruncated in zip(inputs, enc["input_ids"], enc["token_type_ids"], full)
+    ]
+
+
+def collate(batch: list[Encoded], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad a batch to its longest sequence.
+
+    Returns:
+        ``input_ids``, ``attention_mask``, ``token_type_ids``: (B, T) int64; ``context_ids``: (B,);
+        ``labels``: (B,).
+    """
+    T = max(len(e.input_ids) for e in batch)
+    input_ids = torch.full((len(batch), T), pad_token_id, dtype=torch.long)
+    token_type_ids = torch.zeros((len(batch), T), dtype=torch.long)
+    attention_mask = torch.zeros((len(batch), T), dtype=torch.long)
+    for i, e in enumerate(batch):
+        n = len(e.input_ids)
+        input_ids[i, :n] = torch.tensor(e.input_ids)
+        token_type_ids[i, :n] = torch.tensor(e.token_type_ids)
+        attention_mask[i, :n] = 1
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "token_type_ids": token_type_ids,
+        "context_ids": torch.tensor([e.context_id for e in batch], dtype=torch.long),
+        "labels": torch.tensor([e.label for e in batch], dtype=torch.long),
+    }

@@ -1,0 +1,48 @@
+"""Where things live: repository root, data folder, run folder.
+
+Resolution order for the data folder (the foundation issue's contract):
+explicit argument > ``$ABSA_DATA_DIR`` > the project's own download folder (``<repo>/data``, or
+``~/.cache/absa_lib/data`` when the package is installed outside a checkout).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def repo_root() -> Path | None:
+    """The checkout that contains this package (marker: ``pyproject.toml`` beside ``absa_lib/``)."""
+    root = PACKAGE_DIR.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def _cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "absa_lib"
+
+
+def default_data_dir() -> Path:
+    """The project's own download folder for the raw benchmark files."""
+    root = repo_root()
+    return root / "data" if root is not None else _cache_home() / "data"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """Explicit argument > ``$ABSA_DATA_DIR`` > :func:`default_data_dir`."""
+    if data_dir:
+        return Path(data_dir).expanduser().resolve()
+    env = os.environ.get("ABSA_DATA_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return default_data_dir()
+
+
+def default_runs_dir() -> Path:
+    """Where training runs (records and git-ignored checkpoints) go unless ``--out`` says otherwise."""
+    env = os.environ.get("ABSA_RUNS_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    root = repo_root()
+    return root / "runs" if root is not None else _cache_home() / "runs"

@@ -1,0 +1,77 @@
+"""Apply a trained run to new text: one prediction per target × aspect (SentiHood) or per aspect
+category (SemEval), with the probabilities of every label.
+
+SentiHood models were trained on text whose location names are masked as ``LOCATION1`` /
+``LOCATION2``; new text must use the same masks, and the targets are the masks it contains.
+"""
+
+from __future__ import annotations
+
+import os
+
+from absa_lib import data as D
+from absa_lib.errors import AbsaError
+from absa_lib.features import encode
+from absa_lib.runs import Run, load_run
+
+
+def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
+    text = text.strip()
+    if not text:
+        raise AbsaError("the text is empty; give a review sentence, e.g. \"LOCATION1 is cheap but not safe\"")
+    none = D.NONE_LABEL[dataset]
+    if dataset == "semeval":
+        if targets:
+            raise AbsaError("--targets is for SentiHood models; a SemEval model predicts the 5 aspect categories")
+        return [D.Example(dataset, "input", "input", text, None, a, none, D.context_id(dataset, None, a))
+                for a in D.ASPECTS[dataset]]
+    found = [t for t in D.TARGETS if t in text]
+    if not found:
+        raise AbsaError("a SentiHood model needs the target location masked as LOCATION1 (and LOCATION2) in the "
+                        "text, e.g. \"LOCATION1 is cheap but not safe\"; none was found")
+    for t in targets or []:
+        if t not in D.TARGETS:
+            raise AbsaError(f"--targets {t!r}: expected LOCATION1 or LOCATION2")
+        if t not in text:
+            raise AbsaError(f"--targets {t}: {t} does not occur in the text")
+    return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
+            for t in (targets or found) for a in D.ASPECTS[dataset]]
+
+
+def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
+            truncate: bool = False, model=None, tokenizer=None) -> dict:
+    """Predict every (target,) aspect of ``text`` with the dev-best model of ``run``.
+
+    Args:
+        run: a :class:`Run` or its folder.
+        text: one review sentence.
+        targets: SentiHood only: restrict to these masks (default: every mask in the text).
+        truncate: cut text longer than the model's limit instead of refusing it (the output says so).
+        model, tokenizer: pass them to reuse a loaded model across calls.
+
+    Returns:
+        ``{"run", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``.
+    """
+    from absa_lib.models import load_tokenizer
+    from absa_lib.train import TrainConfig, class_probabilities, predict_probs
+
+    run = run if isinstance(run, Run) else load_run(run)
+    fields = TrainConfig.__dataclass_fields__
+    config = TrainConfig(**{k: v for k, v in run.config.items() if k in fields})
+    examples = _examples(config.dataset, text, targets)
+    tokenizer = tokenizer or load_tokenizer(config.backbone)
+    encoded = encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)
+    truncated = any(e.truncated for e in encoded)
+    if truncated and not truncate:
+        raise AbsaError(f"the text is longer than the model's limit of {config.max_length} tokens "
+                        "(with the auxiliary sentence); shorten it or pass --truncate")
+    model = model or run.load_model("best")
+    probs = class_probabilities(config, predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
+    labels = D.LABELS[config.dataset]
+    out = []
+    for ex, p in zip(examples, probs):
+        row = {"target": ex.target} if ex.target else {}
+        row.update(aspect=ex.aspect, label=labels[int(p.argmax())],
+                   probabilities={lab: float(v) for lab, v in zip(labels, p)})
+        out.append(row)
+    return {"run": str(run.path), "dataset": config.dataset, "truncated": truncated, "predictions": out}

@@ -1,0 +1,210 @@
+"""Run records: identity (a hash of everything that affects the result), atomic files, provenance.
+
+A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
+
+    config.json            the TrainConfig, run_id, data checksums, library version
+    metrics.json           per epoch: train loss, time, dev and test metrics; the selections
+                           (dev_best = default protocol, test_best = the official code's, last);
+                           "complete": true only once training has finished
+    env.json               Python, torch, transformers, device, OS, git commit and dirty flag
+    predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
+    curve.png              the training curve
+    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/), not for git
+
+Every file is written to a temporary name in the same folder and moved into place, so a killed
+process leaves either the old file or the new one, and ``complete`` is written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from absa_lib.errors import AbsaError
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers never see a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n").encode())
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise AbsaError(f"{path}: file not found") from None
+    except json.JSONDecodeError as err:
+        raise AbsaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}); delete the run "
+                        "folder or rerun with --force") from None
+
+
+def config_hash(identity: dict) -> str:
+    """12 hex digits of SHA-256 over the canonical JSON of everything that affects a result."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _git(*args: str) -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def collect_env() -> dict:
+    """Versions and hardware next to every result (PAPER_SPEC §4.3: runs are not bit-reproducible
+    across devices, so the device is part of the record)."""
+    import numpy
+    import torch
+    import transformers
+
+    from absa_lib import __version__
+
+    cuda = torch.cuda.is_available()
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": numpy.__version__,
+        "absa_lib": __version__,
+        "device": "cuda" if cuda else "cpu",
+        "cuda": torch.version.cuda if cuda else None,
+        "gpu": torch.cuda.get_device_name(0) if cuda else None,
+        "gpu_count": torch.cuda.device_count() if cuda else 0,
+        "git_commit": commit,
+        "git_dirty": (status != "") if status is not None else None,
+    }
+
+
+@dataclass
+class Run:
+    """A training run on disk. ``cached`` is True when it was found rather than trained."""
+
+    path: Path
+    config: dict
+    metrics: dict
+    env: dict = field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.config["run_id"]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.metrics.get("complete"))
+
+    def selected(self, protocol: str = "dev_best") -> dict:
+        """``{"epoch", "dev", "test"}`` at the epoch chosen by ``protocol``.
+
+        ``dev_best`` (default, honest), ``test_best`` (the official code's protocol, PAPER_SPEC
+        §4.6: selection on the test set), or ``last``.
+        """
+        try:
+            return self.metrics["selection"][protocol]
+        except KeyError:
+            raise AbsaError(f"{self.path}: no '{protocol}' selection recorded; expected one of "
+                            f"{sorted(self.metrics.get('selection', {}))}") from None
+
+    def load_model(self, which: str = "best"):
+        """The model saved at the dev-best (``best``) or final (``last``) epoch."""
+        from absa_lib.models import AbsaModel
+
+        ckpt = self.path / "checkpoints" / which
+        if not (ckpt / "config.json").is_file():
+            raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
+                            "records); retrain with `absa train ... --force`")
+        return AbsaModel.from_pretrained(ckpt)
+
+    def summary(self, protocol: str = "dev_best") -> dict:
+        sel = self.selected(protocol)
+        return {"run": str(self.path), "run_id": self.run_id, "cached": self.cached,
+                "selection": protocol, "epoch": sel["epoch"], "dev": sel.get("dev"), "test": sel.get("test")}
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Read a run folder. A run whose training has not finished raises :class:`AbsaError`."""
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise AbsaError(f"{path}: not a run folder (no config.json); give the folder that "
+                        "`absa train` printed")
+    config = read_json(path / "config.json")
+    metrics = read_json(path / "metrics.json") if (path / "metrics.json").is_file() else {}
+    env = read_json(path / "env.json") if (path / "env.json").is_file() else {}
+    run = Run(path=path, config=config, metrics=metrics, env=env, cached=True)
+    if not run.complete:
+        raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
+                        "run the same `absa train` command again to resume it")
+    return run
+
+
+def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
+    """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value)."""
+    runs = []
+    for cfg in sorted(Path(runs_dir).glob("**/config.json")):
+        if cfg.parent.name in ("best", "last"):
+            continue
+        try:
+            run = load_run(cfg.parent)
+        except AbsaError:
+            continue
+        if all(run.config.get(k) == v for k, v in filters.items()):
+            runs.append(run)
+    return runs
+
+
+def save_training_curve(path: Path, metrics: dict) -> None:
+    """Train loss and the selection metric on dev and test per epoch, as a PNG (atomic)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, name = metrics["epochs"], metrics["selection_metric"]
+    epochs = [r["epoch"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3))
+    ax1.plot(epochs, [r["train_loss"] for r in rows], marker="o")
+    ax1.set(xlabel="epoch", ylabel="train loss")
+    for split in ("dev", "test"):
+        ax2.plot(epochs, [r[split][name] for r in rows], marker="o", label=split)
+    ax2.axvline(metrics["selection"]["dev_best"]["epoch"], color="grey", ls=":", label="dev-best")
+    ax2.set(xlabel="epoch", ylabel=name)
+    ax2.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())

@@ -1,0 +1,37 @@
+"""Shared fixtures. No test touches the network: the hub is forced offline here."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def real_data_dir() -> Path:
+    """The real benchmark files (``ABSA_DATA_DIR``, e.g. ``../shared/data``).
+
+    Skipped when absent on a user's machine; a failure in CI, where the data must be present.
+    """
+    from absa_lib.paths import resolve_data_dir
+
+    path = resolve_data_dir()
+    if not (path / "sentihood" / "sentihood-train.json").is_file():
+        msg = f"real data not found in {path}; set ABSA_DATA_DIR or run `absa data download`"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES

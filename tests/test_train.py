@@ -1,0 +1,171 @@
+"""Training, run records, cache and resume on the tiny backbone with a few dozen real examples."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from absa_lib import train as T
+from absa_lib.cli import main
+from absa_lib.errors import AbsaError
+from absa_lib.runs import load_run
+
+pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+
+def small(**kw) -> T.TrainConfig:
+    base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
+                seed=7, epochs=2, batch_size=8, max_length=48, max_train_examples=48,
+                max_eval_examples=40, eval_batch_size=32)
+    return T.TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    return T.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+
+
+def test_run_writes_every_record(first_run):
+    p = first_run.path
+    for name in ("config.json", "metrics.json", "env.json", "predictions_dev.csv",
+                 "predictions_test.csv", "curve.png"):
+        assert (p / name).is_file(), name
+    for which in ("best", "last"):
+        assert (p / "checkpoints" / which / "model.safetensors").is_file()
+        assert not list((p / "checkpoints" / which).glob("*.bin"))
+    assert not first_run.cached
+    m = json.loads((p / "metrics.json").read_text())
+    assert m["complete"] is True and [r["epoch"] for r in m["epochs"]] == [1, 2]
+    assert set(m["selection"]) == {"dev_best", "test_best", "last"}
+    for row in m["epochs"]:
+        assert 0.0 <= row["dev"]["aspect_strict_acc"] <= 1.0 and row["train_loss"] > 0
+    best = m["selection"]["test_best"]
+    assert best["test"]["aspect_strict_acc"] == max(r["test"]["aspect_strict_acc"] for r in m["epochs"])
+    cfg = json.loads((p / "config.json").read_text())
+    assert cfg["run_id"] == p.name and cfg["n_train_examples"] == 48 and cfg["n_dev_examples"] == 40
+    env = json.loads((p / "env.json").read_text())
+    assert env["device"] == "cpu" and env["torch"]
+
+
+def test_repeat_is_a_cache_hit(first_run):
+    again = T.train(small(), runs_dir=first_run.path.parents[2], progress=False)
+    assert again.cached and again.path == first_run.path and again.metrics == first_run.metrics
+
+
+def test_any_result_affecting_field_changes_the_run_id():
+    base = T.config_hash(T.run_identity(small()))
+    for change in (dict(seed=8), dict(lr=3e-5), dict(preset="official"), dict(aux="QA-M"),
+                   dict(sampler="balanced"), dict(model_overrides={"quasi": False})):
+        assert T.config_hash(T.run_identity(small(**change))) != base, change
+
+
+def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys):
+    calls = {"n": 0}
+    real = T.predict_probs
+
+    def dies_in_epoch_two(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:                       # epoch 1 evaluated dev+test; die in epoch 2
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(T, "predict_probs", dies_in_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        T.train(small(), runs_dir=tmp_path, progress=False)
+    run_dir = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id
+    with pytest.raises(AbsaError, match="did not finish"):
+        load_run(run_dir)
+    interrupted_epoch1 = json.loads((run_dir / "metrics.json").read_text())["epochs"][0]
+    monkeypatch.setattr(T, "predict_probs", real)
+    capsys.readouterr()
+    resumed = T.train(small(), runs_dir=tmp_path, progress=True)
+    assert not resumed.cached and "resuming" in capsys.readouterr().err
+    assert resumed.metrics["epochs"][0] == interrupted_epoch1   # epoch 1 was not trained again
+    strip = lambda m: [{k: v for k, v in r.items() if k != "seconds"} for r in m["epochs"]]  # noqa: E731
+    assert strip(resumed.metrics) == strip(first_run.metrics)
+    a = np.loadtxt(first_run.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
+    b = np.loadtxt(resumed.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_lr_schedule_warms_up_then_decays_to_zero():
+    f = [T.lr_factor(s, 100, 0.1) for s in range(100)]
+    assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
+    assert f[10] == pytest.approx(1.0) and f[55] == pytest.approx(0.5) and f[-1] == pytest.approx(1 / 90)
+    assert all(a >= b for a, b in zip(f[9:], f[10:]))
+
+
+def test_balanced_sampler_equalises_classes():
+    enc = [T.Encoded([1], [0], 0, label) for label in [0] * 90 + [1] * 9 + [2] * 1]
+    order = T._epoch_order(small(sampler="balanced"), enc, epoch=1) + T._epoch_order(
+        small(sampler="balanced", seed=8), enc, epoch=1)
+    counts = np.bincount([enc[i].label for i in order], minlength=3) / len(order)
+    assert np.allclose(counts, 1 / 3, atol=0.1)
+    uniform = T._epoch_order(small(), enc, epoch=1)
+    assert sorted(uniform) == list(range(100))
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("dataset", "yelp", "dataset='yelp'"), ("model", "gpt", "model='gpt'"), ("aux", "XYZ", "aux='XYZ'"),
+    ("sampler", "random", "sampler='random'"), ("epochs", 0, "epochs must be"),
+])
+def test_bad_config_is_a_clear_error(field, value, needle):
+    with pytest.raises(AbsaError, match=needle.replace("(", r"\(")):
+        small(**{field: value})
+
+
+def test_cli_train_prints_where_the_run_lives(first_run, capsys):
+    runs_dir = first_run.path.parents[2]
+    rc = main(["train", "--dataset", "sentihood", "--model", "qacg-bert", "--backbone", "tiny",
+               "--seed", "7", "--epochs", "2", "--batch-size", "8", "--max-length", "48",
+               "--max-train-examples", "48", "--max-eval-examples", "40", "--eval-batch-size", "32",
+               "--out", str(runs_dir), "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["run"] == str(first_run.path) and out["cached"] is True
+    assert out["dev_best"]["test"] == first_run.selected("dev_best")["test"]
+    assert out["test_best (official protocol: selected on test)"]["epoch"] in (1, 2)
+
+
+def test_cli_train_bad_argument(capsys):
+    rc = main(["train", "--dataset", "sentihood", "--model", "bert-pair", "--aux", "none", "--backbone", "tiny"])
+    assert rc == 2 and "auxiliary sentence" in capsys.readouterr().err
+
+
+def test_predict_every_target_and_aspect(first_run, capsys):
+    rc = main(["predict", "--run", str(first_run.path), "LOCATION1 is cheap but LOCATION2 is not safe"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["truncated"] is False
+    rows = out["predictions"]
+    assert [(r["target"], r["aspect"]) for r in rows] == [
+        (t, a) for t in ("LOCATION1", "LOCATION2") for a in ("general", "price", "safety", "transit-location")]
+    for r in rows:
+        assert sum(r["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+        assert r["label"] == max(r["probabilities"], key=r["probabilities"].get)
+    only = main(["predict", "--run", str(first_run.path), "LOCATION1 or LOCATION2", "--targets", "LOCATION2"])
+    assert only == 0 and {r["target"] for r in json.loads(capsys.readouterr().out)["predictions"]} == {"LOCATION2"}
+
+
+@pytest.mark.parametrize("text,extra,needle", [
+    ("the area is lovely", [], "LOCATION1"),
+    ("   ", [], "empty"),
+    ("LOCATION1 is nice", ["--targets", "LOCATION2"], "does not occur"),
+    ("LOCATION1 " + "very " * 80 + "nice", [], "longer than the model's limit"),
+])
+def test_predict_bad_text_is_a_clear_error(first_run, capsys, text, extra, needle):
+    rc = main(["predict", "--run", str(first_run.path), text, *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and "Traceback" not in err
+
+
+def test_predict_can_truncate_and_says_so(first_run):
+    from absa_lib.predict import predict
+
+    out = predict(first_run.path, "LOCATION1 " + "very " * 80 + "nice", truncate=True)
+    assert out["truncated"] is True and len(out["predictions"]) == 4
+
+
+def test_predict_on_a_missing_run(tmp_path, capsys):
+    assert main(["predict", "--run", str(tmp_path), "LOCATION1 is nice"]) == 2
+    assert "not a run folder" in capsys.readouterr().err
