@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from types import SimpleNamespace
+
 from absa_lib.train import TrainConfig, train
 
-_DEFAULTS = TrainConfig()
+# The defaults shown in --help, read without building a config (that would import the models).
+_DEFAULTS = SimpleNamespace(**{name: f.default for name, f in TrainConfig.__dataclass_fields__.items()})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,65 @@
+"""``absa data download|verify|stats``: fetch, check and summarise the benchmark files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("data", help="download, verify or summarise SentiHood and SemEval-2014",
+                       description="Manage the benchmark files (pinned URLs, sizes and SHA-256). The data "
+                       "folder is --data-dir, else $ABSA_DATA_DIR, else the project's ./data folder.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    d = actions.add_parser("download", help="fetch the raw files (checked before they are put in place)")
+    d.add_argument("--force", action="store_true", help="download again even if the files verify")
+    d.add_argument("--with-nli-m", action="store_true",
+                   help="also fetch the published NLI_M files (only used to check the rebuilt examples)")
+    d.set_defaults(func=_download)
+    v = actions.add_parser("verify", help="check sizes and SHA-256 of the files in the data folder")
+    v.set_defaults(func=_verify)
+    s = actions.add_parser("stats", help="examples and label counts per dataset and split")
+    s.add_argument("--json", action="store_true", help="print the full statistics as JSON")
+    s.set_defaults(func=_stats)
+    for q in (d, v, s):
+        q.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+
+
+def _print_report(report: dict[str, str], data_dir) -> None:
+    from absa_lib.paths import resolve_data_dir
+
+    print(f"data folder: {resolve_data_dir(data_dir)}")
+    for path, status in report.items():
+        print(f"  {status:<18} {path}")
+
+
+def _download(args: argparse.Namespace) -> int:
+    from absa_lib.download import download
+
+    _print_report(download(args.data_dir, force=args.force, nli_m=args.with_nli_m), args.data_dir)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from absa_lib.download import verify
+
+    _print_report(verify(args.data_dir), args.data_dir)
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from absa_lib.data import LABELS, stats
+
+    result = stats(args.data_dir)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for dataset, splits in result.items():
+        labels = LABELS[dataset]
+        print(f"{dataset}:")
+        head = " ".join(f"{x:>8}" for x in labels)
+        print(f"  {'split':<6} {'sentences':>9} {'groups':>7} {'examples':>8}  {head}")
+        for split, s in splits.items():
+            counts = " ".join(f"{s['labels'][x]:>8}" for x in labels)
+            print(f"  {split:<6} {s['sentences']:>9} {s['groups']:>7} {s['examples']:>8}  {counts}")
+    return 0

@@ -1,0 +1,364 @@
+"""SentiHood (TABSA) and SemEval-2014 Task 4 restaurants (ABSA) as examples and model inputs.
+
+Task (Wu & Ong 2021; PAPER_SPEC §1): for a sentence s, a target t ∈ T and an aspect a ∈ A,
+predict the sentiment y ∈ LABELS[dataset] (``None`` / ``none`` when s says nothing about a of t).
+SentiHood: T = {LOCATION1, LOCATION2}, |A| = 4, so one sentence gives 4·|T(s)| examples;
+SemEval: no target, |A| = 5, 5 examples per sentence. The model also gets the context
+c = (t, a) as an id:  context_id = 4·(t − 1) + index(a)  (SentiHood, 8 ids),  index(a)  (SemEval).
+
+Examples are built from the raw files, exactly as Sun et al. (2019) build their published NLI_M
+files (same rows, labels and order; ``tests/test_data.py`` checks it row by row), and the text the
+model reads follows those files: lower case, NLTK-style word splits, ``LOCATION1`` → ``location - 1``.
+The auxiliary sentences of Sun et al. (NLI-M, QA-M, NLI-B, QA-B) are built by :func:`build_inputs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from absa_lib.download import FIX as _REFETCH
+from absa_lib.download import verified_path
+from absa_lib.errors import AbsaError
+from absa_lib.paths import resolve_data_dir
+
+DATASETS = ("sentihood", "semeval")
+SPLITS = ("train", "dev", "test")
+LABELS = {"sentihood": ("None", "Positive", "Negative"),
+          "semeval": ("positive", "neutral", "negative", "conflict", "none")}
+NONE_LABEL = {"sentihood": "None", "semeval": "none"}
+ASPECTS = {"sentihood": ("general", "price", "safety", "transit-location"),
+           "semeval": ("price", "anecdotes/miscellaneous", "food", "ambience", "service")}
+TARGETS = ("LOCATION1", "LOCATION2")
+SENTIHOOD_ALL_ASPECTS = ("general", "price", "transit-location", "safety", "live", "nightlife", "shopping",
+                         "multicultural", "green-nature", "dining", "quiet", "touristy")
+RAW_FILES = {("sentihood", s): f"sentihood/sentihood-{s}.json" for s in SPLITS}
+RAW_FILES.update({("semeval", "train"): "semeval2014/Restaurants_Train.xml",
+                  ("semeval", "dev"): "semeval2014/Restaurants_Train.xml",
+                  ("semeval", "test"): "semeval2014/Restaurants_Test_Gold.xml"})
+
+# SemEval has no dev split. Ours: within each stratum (the sentence's set of annotated categories),
+# order the train sentences by sha256(f"{SEED}:{text}") (ties: id) and hold out the first
+# floor(FRACTION·n + 0.5). Hashing the text keeps duplicated texts together and the split
+# independent of Python/numpy versions. 305 of 3,044 sentences; used only for model selection.
+SEMEVAL_DEV_SEED = 42
+SEMEVAL_DEV_FRACTION = 0.1
+
+
+def _check(dataset: str, split: str | None = None) -> None:
+    if dataset not in DATASETS:
+        raise AbsaError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}")
+    if split is not None and split not in SPLITS:
+        raise AbsaError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
+
+
+def num_contexts(dataset: str) -> int:
+    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects) or 5 (SemEval)."""
+    _check(dataset)
+    return len(ASPECTS[dataset]) * (len(TARGETS) if dataset == "sentihood" else 1)
+
+
+def group_size(dataset: str) -> int:
+    """Consecutive examples that belong to one (sentence, target): 4 or 5."""
+    _check(dataset)
+    return len(ASPECTS[dataset])
+
+
+def context_id(dataset: str, target: str | None, aspect: str) -> int:
+    """4·(t − 1) + index(aspect) for SentiHood, index(aspect) for SemEval."""
+    a = ASPECTS[dataset].index(aspect)
+    return a if dataset == "semeval" else 4 * TARGETS.index(target) + a
+
+
+@dataclass(frozen=True)
+class Example:
+    """One (sentence, target, aspect) with its gold label."""
+
+    dataset: str
+    split: str
+    sentence_id: str
+    text: str
+    target: str | None
+    aspect: str
+    label: str
+    context_id: int
+
+    @property
+    def label_id(self) -> int:
+        return LABELS[self.dataset].index(self.label)
+
+    @property
+    def key(self) -> tuple:
+        if self.dataset == "sentihood":
+            return (self.sentence_id, self.target, self.aspect)
+        return (self.sentence_id, self.aspect)
+
+
+# ----------------------------------------------------------------------------------------------
+# raw files -> examples
+
+
+def _field(record: dict, name: str, where: str):
+    if not isinstance(record, dict) or name not in record:
+        raise AbsaError(f"{where}: missing field {name!r}; expected the SentiHood record format "
+                        "{id, text, opinions: [{target_entity, aspect, sentiment}]}")
+    return record[name]
+
+
+def _sentihood(path: Path, split: str) -> list[Example]:
+    """PAPER_SPEC §1.1: targets by substring, 4 aspects, None when no opinion, NLI_M order."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AbsaError(f"{path}: not valid JSON ({err}); {_REFETCH}") from None
+    if not isinstance(records, list):
+        raise AbsaError(f"{path}: expected a JSON list of sentences, got {type(records).__name__}; "
+                        + _REFETCH)
+    rows = []
+    for i, rec in enumerate(records):
+        where = f"{path} record {i}"
+        sid, text = str(_field(rec, "id", where)), _field(rec, "text", where)
+        where = f"{path} sentence id {sid}"
+        if not isinstance(text, str) or TARGETS[0] not in text:
+            raise AbsaError(f"{where}: field 'text' must contain LOCATION1, got {text!r}")
+        targets = [t for t in TARGETS if t in text]
+        gold = {}
+        for op in _field(rec, "opinions", where):
+            t, a, s = (_field(op, k, where) for k in ("target_entity", "aspect", "sentiment"))
+            for name, value, allowed in (("target_entity", t, targets),   # a mask that occurs in the text
+                                         ("aspect", a, SENTIHOOD_ALL_ASPECTS),
+                                         ("sentiment", s, LABELS["sentihood"][1:])):
+                if value not in allowed:
+                    raise AbsaError(f"{where}: opinion field {name!r} has unknown value {value!r}; "
+                                    f"expected one of {', '.join(allowed)}")
+            gold.setdefault((t, a), s)                   # a repeated opinion keeps the first
+        for t in targets:
+            for a in ASPECTS["sentihood"]:
+                label = gold.get((t, a), "None")
+                rows.append((t + sid + a.split("-")[0],
+                             Example("sentihood", split, sid, text.strip(), t, a, label,
+                                     context_id("sentihood", t, a))))
+    rows.sort(key=lambda r: r[0])                        # Sun et al.'s key: target + str(id) + aspect word
+    return [ex for _, ex in rows]
+
+
+def _semeval_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    """(id, text, {category: polarity}) per sentence, in file order; a repeated category keeps the first."""
+    try:
+        root = ET.fromstring(path.read_bytes())
+    except ET.ParseError as err:
+        raise AbsaError(f"{path}: not valid XML ({err}); {_REFETCH}") from None
+    out = []
+    for sent in root.iter("sentence"):
+        sid, text = sent.get("id"), sent.findtext("text")
+        if sid is None or text is None:
+            raise AbsaError(f"{path}: a <sentence> lacks its id attribute or <text> (id={sid!r}); {_REFETCH}")
+        gold = {}
+        for ac in sent.iter("aspectCategory"):
+            cat, pol = ac.get("category"), ac.get("polarity")
+            for name, value, allowed in (("category", cat, ASPECTS["semeval"]),
+                                         ("polarity", pol, LABELS["semeval"][:4])):
+                if value not in allowed:
+                    raise AbsaError(f"{path} sentence id {sid}: aspectCategory {name} {value!r} is unknown; "
+                                    f"expected one of {', '.join(allowed)}")
+            gold.setdefault(cat, pol)
+        out.append((sid, text.strip(), gold))
+    if not out:
+        raise AbsaError(f"{path}: no <sentence> elements; {_REFETCH}")
+    return out
+
+
+def semeval_dev_ids(sentences: list[tuple[str, str, dict[str, str]]]) -> set[str]:
+    """Ids of the held-out SemEval dev sentences (see SEMEVAL_DEV_SEED above)."""
+    strata = defaultdict(list)
+    for sid, text, gold in sentences:
+        digest = hashlib.sha256(f"{SEMEVAL_DEV_SEED}:{text}".encode()).hexdigest()
+        strata[tuple(sorted(gold))].append((digest, sid))
+    dev = set()
+    for members in strata.values():
+        members.sort()
+        dev.update(sid for _, sid in members[: int(SEMEVAL_DEV_FRACTION * len(members) + 0.5)])
+    return dev
+
+
+def _semeval(path: Path, split: str) -> list[Example]:
+    sentences = _semeval_sentences(path)
+    if split != "test":
+        dev = semeval_dev_ids(sentences)
+        sentences = [s for s in sentences if (s[0] in dev) == (split == "dev")]
+    return [Example("semeval", split, sid, text, None, a, gold.get(a, "none"), context_id("semeval", None, a))
+            for sid, text, gold in sentences for a in ASPECTS["semeval"]]
+
+
+_CACHE: dict[tuple, list[Example]] = {}
+
+
+def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) -> list[Example]:
+    """The examples of a split, in the canonical (published NLI_M) order.
+
+    Consecutive groups of :func:`group_size` examples share a (sentence, target), aspects in
+    ``ASPECTS`` order; SentiHood lists all LOCATION1 groups, then all LOCATION2 groups.
+
+    Args:
+        dataset: "sentihood" or "semeval".
+        split: "train", "dev" or "test" (SemEval dev is held out of the raw train file).
+        data_dir: the data folder (default: ``$ABSA_DATA_DIR`` or the download folder).
+        verify: check the raw file's size and SHA-256 first (False only for small test fixtures).
+
+    Returns:
+        A new list of :class:`Example` (parsed once per process and file state).
+    """
+    _check(dataset, split)
+    relative = RAW_FILES[dataset, split]
+    path = verified_path(relative, data_dir) if verify else resolve_data_dir(data_dir) / relative
+    try:
+        st = path.stat()
+    except OSError:
+        raise AbsaError(f"{path} is missing; {_REFETCH}") from None
+    key = (dataset, split, path, st.st_mtime_ns, st.st_size)
+    if key not in _CACHE:
+        _CACHE[key] = (_sentihood if dataset == "sentihood" else _semeval)(path, split)
+    return list(_CACHE[key])
+
+
+# ----------------------------------------------------------------------------------------------
+# text the model reads, auxiliary sentences
+
+# Sun et al. run nltk.word_tokenize, lower-case, and turn the whole tokens location1/location2 into
+# "location - 1"/"location - 2". BERT splits punctuation itself, so only what changes its words is
+# reproduced here (no nltk data needed): clitic splits ("don't" -> "do n't", "cannot" -> "can not"),
+# the mask rewrite where NLTK would see a whole token (not inside "location1/location2"), and the
+# quote conversion (opening " or '' -> ``, closing " -> '').
+_CLITICS = re.compile(r"\B(?=n't\b)|\b(?:can(?=not\b)|gon(?=na\b)|wan(?=na\b)|got(?=ta\b)|"
+                      r"gim(?=me\b)|lem(?=me\b))")
+_MASK = re.compile(r"""(?<![^\s(\[{<",;:@#$%&])location([12])(?=$|[\s,;:()\[\]{}<>"!?@#$%&'])""")
+_OPEN_QUOTE = re.compile(r"""^"|(?<=[\s(\[{<])(?:"|'')""")
+
+
+@lru_cache(maxsize=1 << 16)
+def model_text(dataset: str, text: str) -> str:
+    """The sentence as the model reads it (the NLI_M ``sentence1``, up to punctuation spacing)."""
+    if dataset == "semeval":
+        return text                                       # the raw XML text, as published
+    s = _CLITICS.sub(lambda m: m.group(0) + " ", text.strip().lower())   # do n't, can not, gon na
+    s = _MASK.sub(lambda m: "location - " + m.group(1), s)
+    s = _OPEN_QUOTE.sub(" `` ", s).replace('"', " '' ")
+    return " ".join(s.split())
+
+
+INPUT_VARIANTS = ("none", "NLI-M", "QA-M", "NLI-B", "QA-B", "single")
+B_VARIANTS = ("NLI-B", "QA-B")
+
+
+@dataclass(frozen=True)
+class TextInput:
+    """What the tokenizer sees for one (example, [candidate label]) pair."""
+
+    text_a: str
+    text_b: str | None
+    context_id: int
+    label: int
+    example_index: int
+
+
+def auxiliary_sentence(dataset: str, variant: str, target: str | None, aspect: str,
+                       label: str | None = None) -> str | None:
+    """Sun et al.'s (2019) auxiliary sentence (``generate/generate_*_{NLI_M,QA_M,NLI_B_QA_B}.py``).
+
+    ``label`` is the candidate label of a B variant (``None - location - 1 - price``).
+    """
+    if variant in ("none", "single"):
+        return None
+    if dataset == "semeval":
+        a = aspect.split("/")[0]                          # anecdotes/miscellaneous -> anecdotes
+        return {"NLI-M": a, "QA-M": f"what do you think of the {a} of it ?", "NLI-B": f"{label} - {a}",
+                "QA-B": f"the polarity of the aspect {a} is {label} ."}[variant]
+    a, loc = aspect.replace("-", " "), f"location - {target[-1]}"
+    return {"NLI-M": f"{loc} - {a}", "QA-M": f"what do you think of the {a} of {loc} ?",
+            "NLI-B": f"{label} - {loc} - {a}",
+            "QA-B": f"the polarity of the aspect {a} of {loc} - is {label} ."}[variant]
+
+
+def build_inputs(examples: list[Example], variant: str) -> list[TextInput]:
+    """Sentence(-pair) inputs for the model.
+
+    Args:
+        examples: from :func:`load_examples` (one dataset).
+        variant: one of ``INPUT_VARIANTS``. "none"/"single": the sentence alone (text_b None);
+            M variants: one pair per example, label = class id; B variants: one pair per
+            (example, candidate label) in ``LABELS`` order, label 1 for the gold one, else 0.
+
+    Returns:
+        N inputs, or N·|LABELS| for B variants, in example order.
+    """
+    if variant not in INPUT_VARIANTS:
+        raise AbsaError(f"input variant {variant!r}: expected one of {', '.join(INPUT_VARIANTS)}")
+    out = []
+    for i, ex in enumerate(examples):
+        a, ds = model_text(ex.dataset, ex.text), ex.dataset
+        if variant in B_VARIANTS:
+            out += [TextInput(a, auxiliary_sentence(ds, variant, ex.target, ex.aspect, lab), ex.context_id,
+                              int(lab == ex.label), i) for lab in LABELS[ds]]
+        else:
+            out.append(TextInput(a, auxiliary_sentence(ds, variant, ex.target, ex.aspect), ex.context_id,
+                                 ex.label_id, i))
+    return out
+
+
+def variant_num_labels(dataset: str, variant: str) -> int:
+    """2 (no / yes) for the B variants, else the number of classes."""
+    return 2 if variant in B_VARIANTS else len(LABELS[dataset])
+
+
+def pool_binary_scores(dataset: str, variant: str, yes_scores: np.ndarray) -> np.ndarray:
+    """Class scores from B-variant yes-probabilities, as in Sun et al.'s ``evaluation.py``.
+
+    Each example's C yes-scores are divided by their sum (an all-zero row becomes uniform); the
+    predicted class is the argmax (ties to the lower index).
+
+    Args:
+        yes_scores: (N·C,) P(yes) in :func:`build_inputs` order.
+
+    Returns:
+        (N, C) scores that sum to 1 per row.
+    """
+    if variant not in B_VARIANTS:
+        raise ValueError(f"pool_binary_scores is for {B_VARIANTS}, not {variant!r}")
+    c = len(LABELS[dataset])
+    s = np.asarray(yes_scores, dtype=np.float64)
+    if s.ndim != 1 or s.size % c:
+        raise ValueError(f"yes_scores must be a flat array of N·{c} scores, got shape {s.shape}")
+    s = s.reshape(-1, c)                                                  # (N, C)
+    total = s.sum(axis=1, keepdims=True)                                  # (N, 1)
+    return np.where(total > 0, s / np.where(total > 0, total, 1), 1.0 / c)
+
+
+def stats(data_dir=None) -> dict:
+    """Per dataset and split: sentences, (sentence, target) groups, examples, label counts overall
+    and per aspect (in ``LABELS`` order)."""
+    out = {}
+    for dataset in DATASETS:
+        out[dataset] = {}
+        for split in SPLITS:
+            exs = load_examples(dataset, split, data_dir)
+            per_aspect = defaultdict(Counter)
+            for ex in exs:
+                per_aspect[ex.aspect][ex.label] += 1
+            labels = Counter(ex.label for ex in exs)
+            out[dataset][split] = {
+                "sentences": len({ex.sentence_id for ex in exs}),
+                "groups": len(exs) // group_size(dataset),
+                "examples": len(exs),
+                "labels": {lab: labels[lab] for lab in LABELS[dataset]},
+                "labels_by_aspect": {a: {lab: per_aspect[a][lab] for lab in LABELS[dataset]}
+                                     for a in ASPECTS[dataset]},
+            }
+    return out
