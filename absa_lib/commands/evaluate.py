@@ -1,0 +1,46 @@
+"""``absa evaluate --dataset D --split S --predictions FILE``: the paper's metrics of a prediction file.
+
+Prints the dict of :func:`absa_lib.metrics.compute_metrics` as JSON: sorted keys, fractions in
+[0, 1] at full precision (``repr`` of the float). An undefined metric (nan, see
+:mod:`absa_lib.metrics`) is printed as ``null`` so the output stays valid JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score a prediction CSV with the paper's metrics",
+                       description="Score a prediction CSV (absa_lib.predictions format) against a "
+                       "dataset split with the metrics of the paper's Tables 1 and 2, printed as JSON.")
+    p.add_argument("--dataset", required=True, choices=("sentihood", "semeval"))
+    p.add_argument("--split", required=True, choices=("train", "dev", "test"))
+    p.add_argument("--predictions", required=True, metavar="FILE", help="the prediction CSV")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="the data folder (default: $ABSA_DATA_DIR, else the project's download folder)")
+    p.set_defaults(func=run)
+
+
+def evaluate_file(dataset: str, split: str, predictions: str,
+                  data_dir: str | None = None) -> dict[str, float]:
+    """Metrics of a prediction file for ``dataset``/``split`` (rows aligned by key)."""
+    import numpy as np
+
+    from absa_lib.data import load_examples
+    from absa_lib.metrics import compute_metrics
+    from absa_lib.predictions import read_predictions
+
+    examples = load_examples(dataset, split, data_dir)
+    probs = read_predictions(predictions, examples)
+    gold = np.array([e.label_id for e in examples], dtype=np.int64)
+    return compute_metrics(dataset, gold, probs)
+
+
+def run(args: argparse.Namespace) -> int:
+    metrics = evaluate_file(args.dataset, args.split, args.predictions, args.data_dir)
+    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
+    print(json.dumps(clean, indent=2, sort_keys=True, allow_nan=False))
+    return 0

@@ -1,0 +1,175 @@
+"""Prediction files: one CSV row per example with the model's class probabilities.
+
+Formats (UTF-8, comma-separated, one header row, ``\\n`` line ends; columns are found by name, so
+their order does not matter when reading, and extra columns are ignored)::
+
+    sentihood: id,target,aspect,gold,p_none,p_positive,p_negative
+    semeval:   id,aspect,gold,p_positive,p_neutral,p_negative,p_conflict,p_none
+
+- ``id`` is the sentence id as in the raw file (SentiHood: an integer, unique within a split;
+  SemEval test: e.g. ``32897564#894393#2``); ``target`` is ``LOCATION1`` / ``LOCATION2``;
+  ``aspect`` is the raw aspect name (``transit-location``, ``anecdotes/miscellaneous``). The key
+  (id, target, aspect) or (id, aspect) identifies the example, so rows may come in any order.
+- ``p_<label>`` are the probabilities of each label (softmax output; any non-negative finite
+  numbers are accepted, rows need not sum to 1). Written with ``repr`` so floats round-trip exactly.
+- ``gold`` is informational (the dataset's label, for a human reading the file). It is optional
+  when reading and never used for scoring, but if present it must agree with the dataset: a
+  disagreement means the file was made from different data, and is an error, not a warning.
+
+:func:`read_predictions` returns the probabilities aligned to the examples' canonical order, ready
+for :func:`absa_lib.metrics.compute_metrics`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from absa_lib.errors import AbsaError
+from absa_lib.runs import atomic_write_bytes
+
+LABEL_COLUMNS = {"sentihood": ("p_none", "p_positive", "p_negative"),          # LABELS order
+                 "semeval": ("p_positive", "p_neutral", "p_negative", "p_conflict", "p_none")}
+KEY_COLUMNS = {"sentihood": ("id", "target", "aspect"), "semeval": ("id", "aspect")}
+COLUMNS = {d: (*KEY_COLUMNS[d], "gold", *LABEL_COLUMNS[d]) for d in LABEL_COLUMNS}
+
+
+def _dataset_of(examples) -> str:
+    """The one dataset all examples come from."""
+    if not examples:
+        raise AbsaError("no examples given; load them with absa_lib.data.load_examples(dataset, split)")
+    names = {e.dataset for e in examples}
+    if len(names) != 1 or next(iter(names)) not in COLUMNS:
+        raise AbsaError(f"examples must all come from one of {sorted(COLUMNS)}, got datasets {sorted(names)}")
+    return names.pop()
+
+
+def _key(example) -> tuple[str, ...]:
+    """The file key of an example: (id, target, aspect) or (id, aspect), as strings."""
+    if example.dataset == "sentihood":
+        return (str(example.sentence_id), str(example.target), example.aspect)
+    return (str(example.sentence_id), example.aspect)
+
+
+def _show(dataset: str, key: tuple[str, ...]) -> str:
+    return ", ".join(f"{c}={v}" for c, v in zip(KEY_COLUMNS[dataset], key))
+
+
+def write_predictions(path: str | Path, examples, probs) -> None:
+    """Write one row per example (in the examples' order) to ``path``, atomically.
+
+    Args:
+        path: the CSV to write; parent folders are created.
+        examples: (N) ``absa_lib.data.Example`` of one dataset.
+        probs: (N, C) class probabilities, columns in ``LABELS[dataset]`` order.
+    """
+    dataset = _dataset_of(examples)
+    probs = np.asarray(probs, dtype=np.float64)
+    n_labels = len(LABEL_COLUMNS[dataset])
+    if probs.shape != (len(examples), n_labels):
+        raise AbsaError(f"{path}: probs has shape {probs.shape}, expected ({len(examples)}, {n_labels}) "
+                        f"for {len(examples)} {dataset} examples")
+    if not np.all(np.isfinite(probs)) or np.any(probs < 0):
+        row = int(np.argwhere(~np.isfinite(probs) | (probs < 0))[0, 0])
+        raise AbsaError(f"{path}: probabilities of row {row} are not finite non-negative numbers "
+                        f"({probs[row].tolist()})")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS[dataset])
+    for example, row in zip(examples, probs.tolist()):
+        writer.writerow([*_key(example), example.label, *map(repr, row)])
+    atomic_write_bytes(Path(path), buf.getvalue().encode("utf-8"))
+
+
+def _parse_prob(path: Path, line: int, column: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise AbsaError(f"{path}: line {line}, column {column}: {text!r} is not a number; "
+                        "expected a probability like 0.25") from None
+    if not math.isfinite(value) or value < 0:
+        raise AbsaError(f"{path}: line {line}, column {column}: {text!r} is not a non-negative finite "
+                        "probability; write softmax probabilities, not logits")
+    return value
+
+
+def read_predictions(path: str | Path, examples) -> np.ndarray:
+    """Read a prediction CSV and align it to ``examples`` by key.
+
+    Args:
+        path: a CSV in the format of this module's docstring.
+        examples: (N) ``absa_lib.data.Example`` of one dataset and split, in canonical order.
+
+    Returns:
+        (N, C) float64 probabilities, row i for ``examples[i]``, columns in ``LABELS`` order.
+
+    Raises:
+        AbsaError: missing file; missing columns; a row with the wrong number of fields; duplicate,
+            missing or unknown keys; a probability that is not a non-negative finite number; a gold
+            column that disagrees with the dataset.
+    """
+    path = Path(path)
+    dataset = _dataset_of(examples)
+    index = {_key(e): i for i, e in enumerate(examples)}
+    label_cols, key_cols = LABEL_COLUMNS[dataset], KEY_COLUMNS[dataset]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise AbsaError(f"{path}: prediction file not found; write it with absa_lib.predictions."
+                        "write_predictions or train a run") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise AbsaError(f"{path}: cannot read the prediction file as UTF-8 text ({err})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if not header:
+        raise AbsaError(f"{path}: empty file; expected the header {','.join(COLUMNS[dataset])}")
+    header = [h.strip() for h in header]
+    missing = [c for c in (*key_cols, *label_cols) if c not in header]
+    if missing:
+        raise AbsaError(f"{path}: missing column(s) {','.join(missing)}; a {dataset} prediction file has "
+                        f"the header {','.join(COLUMNS[dataset])}")
+    if len(set(header)) != len(header):
+        raise AbsaError(f"{path}: duplicate column names in the header {','.join(header)}")
+    col = {name: j for j, name in enumerate(header)}
+    gold_col = col.get("gold")
+
+    probs = np.full((len(examples), len(label_cols)), np.nan)
+    seen: dict[tuple[str, ...], int] = {}
+    unknown, bad_gold = [], []
+    for line, row in enumerate(reader, start=2):
+        if not row:                                                # tolerate blank lines
+            continue
+        if len(row) != len(header):
+            raise AbsaError(f"{path}: line {line} has {len(row)} fields, expected {len(header)} "
+                            f"({','.join(header)})")
+        key = tuple(row[col[c]] for c in key_cols)
+        if key in seen:
+            raise AbsaError(f"{path}: line {line} repeats the key {_show(dataset, key)} of line {seen[key]}; "
+                            "write one row per example")
+        seen[key] = line
+        i = index.get(key)
+        if i is None:
+            unknown.append((line, key))
+            continue
+        if gold_col is not None and row[gold_col] != examples[i].label:
+            bad_gold.append((line, key, row[gold_col], examples[i].label))
+        probs[i] = [_parse_prob(path, line, c, row[col[c]]) for c in label_cols]
+    split = examples[0].split
+    if unknown:
+        line, key = unknown[0]
+        raise AbsaError(f"{path}: {len(unknown)} row(s) match no {dataset} {split} example (first: line "
+                        f"{line}, {_show(dataset, key)}); is the file for this dataset and split?")
+    absent = [k for k in index if k not in seen]
+    if absent:
+        raise AbsaError(f"{path}: {len(absent)} of {len(examples)} {dataset} {split} examples have no row "
+                        f"(first: {_show(dataset, absent[0])}); write one row per example")
+    if bad_gold:
+        line, key, found, expected = bad_gold[0]
+        raise AbsaError(f"{path}: {len(bad_gold)} row(s) have a gold label that disagrees with the dataset "
+                        f"(first: line {line}, {_show(dataset, key)}: {found!r}, dataset says {expected!r}); "
+                        "the file was made from different data; regenerate it from these examples")
+    return probs
