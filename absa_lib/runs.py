@@ -139,13 +139,13 @@ class Run:
 
     def load_model(self, which: str = "best"):
         """The model saved at the dev-best (``best``) or final (``last``) epoch."""
-        from absa_lib.models import AbsaModel
+        from absa_lib.models.per_context import load_model
 
         ckpt = self.path / "checkpoints" / which
         if not (ckpt / "config.json").is_file():
             raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
                             "records); retrain with `absa train ... --force`")
-        return AbsaModel.from_pretrained(ckpt)
+        return load_model(ckpt)
 
     def summary(self, protocol: str = "dev_best") -> dict:
         sel = self.selected(protocol)

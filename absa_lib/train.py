@@ -19,6 +19,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +210,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     Returns the :class:`Run`; ``run.cached`` is True when an identical finished run was found.
     """
     from absa_lib.models import build_model, load_tokenizer
+    from absa_lib.models.per_context import build_per_context
     from absa_lib.paths import default_runs_dir
     from absa_lib.predictions import write_predictions
 
@@ -230,9 +232,10 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     pad_id = tokenizer.pad_token_id or 0
     train_ex, train_enc = prepare_split(config, "train", tokenizer, data_dir)
     splits = {s: prepare_split(config, s, tokenizer, data_dir) for s in ("dev", "test")}
-    model = build_model(config.model, backbone=config.backbone, preset=config.preset,
-                        num_labels=D.variant_num_labels(config.dataset, config.aux),
-                        num_contexts=D.num_contexts(config.dataset), **config.model_overrides).to(device)
+    build = build_per_context if config.model == "bert-single" else partial(build_model, config.model)
+    model = build(backbone=config.backbone, preset=config.preset,
+                  num_labels=D.variant_num_labels(config.dataset, config.aux),
+                  num_contexts=D.num_contexts(config.dataset), **config.model_overrides).to(device)
     optimizer = _optimizer(model, config, device)
 
     from absa_lib.metrics import SELECTION_METRIC, compute_metrics

@@ -169,3 +169,21 @@ def test_predict_can_truncate_and_says_so(first_run):
 def test_predict_on_a_missing_run(tmp_path, capsys):
     assert main(["predict", "--run", str(tmp_path), "LOCATION1 is nice"]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_bert_single_keeps_one_classifier_per_context(tmp_path):
+    from absa_lib.models.per_context import PerContextModel, load_model
+
+    run = T.train(small(model="bert-single", aux="single", epochs=1), runs_dir=tmp_path, progress=False)
+    model = load_model(run.path / "checkpoints" / "best")
+    assert isinstance(model, PerContextModel) and len(model.models) == 8
+    # each classifier only ever sees its own context: changing model 0 leaves context-1 outputs alone
+    import torch
+
+    batch = {"input_ids": torch.tensor([[2, 5, 6, 3], [2, 7, 8, 3]]), "attention_mask": torch.ones(2, 4, dtype=torch.long),
+             "context_ids": torch.tensor([0, 1])}
+    before = model(**batch).logits
+    with torch.no_grad():
+        model.models[0].classifier.bias.add_(1.0)
+    after = model(**batch).logits
+    assert not torch.allclose(before[0], after[0]) and torch.equal(before[1], after[1])

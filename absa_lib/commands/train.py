@@ -20,8 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True, help="sentihood | semeval")
     p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert")
     p.add_argument("--preset", default=_DEFAULTS.preset, help="paper (default) | official")
-    p.add_argument("--aux", default=_DEFAULTS.aux,
-                   help="input variant: NLI-M (default) | QA-M | NLI-B | QA-B | none | single")
+    p.add_argument("--aux", default=None,
+                   help="input variant: NLI-M (default; 'single' for bert-single) | QA-M | NLI-B | QA-B | none | single")
     p.add_argument("--backbone", default=_DEFAULTS.backbone,
                    help="bert-base-uncased | minilm (default, offline) | bert-base-random | tiny | a local folder")
     p.add_argument("--seed", type=int, default=_DEFAULTS.seed)
@@ -59,7 +59,8 @@ def _overrides(items: list[str]) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     config = TrainConfig(
-        dataset=args.dataset, model=args.model, preset=args.preset, aux=args.aux, backbone=args.backbone,
+        dataset=args.dataset, model=args.model, preset=args.preset,
+        aux=args.aux or ("single" if args.model == "bert-single" else _DEFAULTS.aux), backbone=args.backbone,
         seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         max_length=args.max_length, sampler=args.sampler, max_train_examples=args.max_train_examples,
         max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size,
