@@ -1,0 +1,93 @@
+"""Analysis tools behind the paper's Figures 3-5 (PAPER_SPEC §6).
+
+- :func:`extract_components`: per layer, the attention components of CG-BERT (gates λ_Q, λ_K and
+  the attention of Q̂/K̂) or QACG-BERT (A_self, the raw quasi-attention A_quasi = σ(·) before λ,
+  λ_Q, λ_K, λ_A and the combined Â). Figure 4 pools them into histograms, Figure 5 draws column
+  sums of Â and of λ_A ⊙ A_quasi for one head. Unlike the official HEAD code, the raw A_quasi is
+  available (PAPER_SPEC §7.1 item 11).
+- :func:`gradient_sensitivity`: Figure 3's token relevance, the official notebook's
+  ``backward_gradient``: with z the pre-softmax logits and E the output of the embedding block
+  (word + position + segment, LayerNorm, dropout off in eval mode)::
+
+      r_t = ‖∂z_c / ∂E_t‖²₂ / max_t′ ‖∂z_c / ∂E_t′‖²₂          (normalised to max 1 per example)
+
+  The official notebook hard-codes c = Positive and batch size 1; here c is an argument and each
+  example of a batch gets its own relevance (examples do not interact in eval mode).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from absa_lib.errors import AbsaError
+
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
+
+
+def _inputs(model, batch: dict) -> dict:
+    device = next(model.parameters()).device
+    return {k: batch[k].to(device) for k in _INPUTS if batch.get(k) is not None}
+
+
+@torch.no_grad()
+def extract_components(model, batch: dict) -> list[dict[str, torch.Tensor]]:
+    """Attention components of every layer, computed in eval mode.
+
+    Args:
+        model: a ``cg-bert`` or ``qacg-bert`` :class:`~absa_lib.models.AbsaModel`.
+        batch: ``input_ids``, ``attention_mask``, ``token_type_ids`` (B, T), ``context_ids`` (B,),
+            as made by ``absa_lib.features.collate`` (other keys are ignored).
+
+    Returns:
+        One dict per layer. QACG: ``a_self``, ``a_quasi``, ``a_hat`` (B, H, T, T) and ``lambda_q``,
+        ``lambda_k``, ``lambda_a`` (B, H, T, 1). CG: ``attention`` (B, H, T, T), ``lambda_q``,
+        ``lambda_k`` (B, H, T, 1). Rows and columns of padded positions are included; mask them
+        with ``attention_mask`` before pooling.
+    """
+    if not getattr(model, "uses_context", False):
+        name = getattr(model, "name", type(model).__name__)
+        raise AbsaError(f"attention components exist for cg-bert and qacg-bert only, not {name}")
+    was_training = model.training
+    model.eval()
+    try:
+        out = model(**_inputs(model, batch), output_components=True)
+    finally:
+        model.train(was_training)
+    return [{k: v.detach() for k, v in layer.items()} for layer in out.components]
+
+
+def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -> torch.Tensor:
+    """Token relevance ‖∂z_c/∂E_t‖², normalised to max 1 per example (Figure 3).
+
+    Args:
+        model: any :class:`~absa_lib.models.AbsaModel` (all four models).
+        batch: as for :func:`extract_components`.
+        target_class: the class c whose logit is differentiated: an int for all examples or a
+            (B,) tensor of class ids.
+
+    Returns:
+        (B, T) float tensor on the CPU, in [0, 1], 0 at padded positions.
+    """
+    inputs = _inputs(model, batch)
+    captured = {}
+
+    def keep(module, args, output):                  # E: the embedding block's output (B, T, d)
+        if not output.requires_grad:                 # frozen embeddings: still differentiate w.r.t. E
+            output = output.detach().requires_grad_(True)
+        captured["E"] = output
+        return output
+
+    handle = model.bert.embeddings.register_forward_hook(keep)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            logits = model(**inputs).logits                                   # z: (B, C)
+            target = torch.as_tensor(target_class, device=logits.device).expand(logits.size(0))
+            z_c = logits.gather(1, target[:, None].long()).sum()              # examples are independent
+            (grad,) = torch.autograd.grad(z_c, captured["E"])                # (B, T, d)
+    finally:
+        handle.remove()
+        model.train(was_training)
+    relevance = grad.float().pow(2).sum(-1) * inputs["attention_mask"].float()  # (B, T)
+    return (relevance / relevance.amax(dim=1, keepdim=True).clamp_min(1e-30)).cpu()

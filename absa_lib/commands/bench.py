@@ -1,0 +1,180 @@
+"""``absa bench``: training and inference throughput on real examples.
+
+    absa bench --model qacg-bert bert-pair --preset paper --backbone minilm --batch-size 24 \\
+        --dataset sentihood --aux NLI-M --steps 20 --repeats 3
+
+A training step is forward + cross-entropy + backward + AdamW step, as in ``absa train``; inference
+is a forward pass under ``torch.inference_mode``. Batches are drawn at random (seeded) from the
+split, encoded with ``absa_lib.features.encode`` and padded to the longest sequence in the batch
+(dynamic padding, as in training); every model sees the same batches. With several models and
+``--repeats`` > 1, the models take turns batch by batch, and for each batch the fastest of the
+repeats counts (other processes on a shared machine only ever add time; the JSON also has each
+round's total and their median). On CUDA the forward runs under bf16 autocast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from absa_lib.data import DATASETS, INPUT_VARIANTS
+    from absa_lib.models import MODELS, PRESETS
+
+    p = sub.add_parser("bench", help="time training steps and inference",
+                       description=__doc__.split("\n\n")[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", nargs="+", required=True, choices=MODELS,
+                   help="one or more models (they see the same batches)")
+    p.add_argument("--preset", default="paper", choices=PRESETS)
+    p.add_argument("--backbone", default="minilm")
+    p.add_argument("--dataset", default="sentihood", choices=DATASETS)
+    p.add_argument("--aux", default="NLI-M", choices=INPUT_VARIANTS, help="input variant (default NLI-M)")
+    p.add_argument("--split", default="train")
+    p.add_argument("--batch-size", type=int, default=24)
+    p.add_argument("--steps", type=int, default=10, help="timed batches per round")
+    p.add_argument("--warmup", type=int, default=2, help="untimed batches before the first round")
+    p.add_argument("--repeats", type=int, default=1, help="rounds; per batch the fastest counts")
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's choice; 1 is steadier on a busy machine)")
+    p.add_argument("--no-inference", action="store_true", help="time training only")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _batches(args, tokenizer) -> list[dict]:
+    import torch
+
+    from absa_lib import data as D
+    from absa_lib.features import collate, encode
+
+    inputs = D.build_inputs(D.load_examples(args.dataset, args.split, data_dir=args.data_dir), args.aux)
+    n = (args.warmup + args.steps) * args.batch_size
+    order = torch.randperm(len(inputs), generator=torch.Generator().manual_seed(args.seed)).tolist()
+    chosen = [inputs[i] for i in (order * (n // len(order) + 1))[:n]]
+    encoded = encode(chosen, tokenizer, args.max_length)
+    pad = tokenizer.pad_token_id or 0
+    return [collate(encoded[i:i + args.batch_size], pad) for i in range(0, n, args.batch_size)]
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _train_step(model, optimizer, batch, device) -> float:
+    import torch
+
+    model.train()
+    _sync(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    _sync(device)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _infer(model, batch, device) -> float:
+    import torch
+
+    model.eval()
+    _sync(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    with torch.inference_mode(), autocast:
+        model(**{k: v for k, v in batch.items() if k != "labels"})
+    _sync(device)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _summarise(reps: list[list[tuple[float, float]]], n_ex: int, n_tok: int) -> dict:
+    """reps[repeat][batch] = (wall, cpu) seconds -> throughput from the fastest repeat of each batch."""
+    fastest = [min(per_batch) for per_batch in zip(*reps)]
+    sec, cpu = sum(f[0] for f in fastest), sum(f[1] for f in fastest)
+    rounds = [sum(wall for wall, _ in rep) for rep in reps]
+    return {"examples_per_s": n_ex / sec, "tokens_per_s": n_tok / sec, "seconds": sec, "cpu_seconds": cpu,
+            "round_seconds": rounds, "median_round_seconds": statistics.median(rounds)}
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from absa_lib import data as D
+    from absa_lib.errors import AbsaError
+    from absa_lib.models import build_model, load_tokenizer
+
+    if min(args.batch_size, args.steps, args.repeats) < 1 or args.warmup < 0:
+        raise AbsaError("--batch-size, --steps and --repeats must be positive, --warmup non-negative")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    batches = [{k: v.to(device) for k, v in b.items()} for b in _batches(args, load_tokenizer(args.backbone))]
+    warm, timed = batches[:args.warmup], batches[args.warmup:]
+    args.model = list(dict.fromkeys(args.model))            # each model once
+    models = {}
+    for name in args.model:
+        model = build_model(name, backbone=args.backbone, preset=args.preset,
+                            num_labels=D.variant_num_labels(args.dataset, args.aux),
+                            num_contexts=D.num_contexts(args.dataset)).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
+        for batch in warm:
+            _train_step(model, opt, batch, device)
+            _infer(model, batch, device)
+        models[name] = (model, opt)
+    phases = ("train",) if args.no_inference else ("train", "infer")
+    # times[name][phase][repeat][batch]: the models take turns batch by batch, so load from other
+    # processes hits them alike; per batch the fastest repeat counts (noise only adds time)
+    times = {name: {ph: [[] for _ in range(args.repeats)] for ph in phases} for name in models}
+    for r in range(args.repeats):
+        for batch in timed:
+            for name, (model, opt) in models.items():
+                times[name]["train"][r].append(_train_step(model, opt, batch, device))
+                if "infer" in phases:
+                    times[name]["infer"][r].append(_infer(model, batch, device))
+    n_ex = sum(len(b["labels"]) for b in timed)
+    n_tok = sum(int(b["attention_mask"].sum()) for b in timed)
+    ref = "bert-pair" if "bert-pair" in models else args.model[0]
+    rows = [{"model": name, "preset": args.preset if name in ("cg-bert", "qacg-bert") else None,
+             **{ph: _summarise(reps, n_ex, n_tok) for ph, reps in t.items()}} for name, t in times.items()]
+    base = rows[args.model.index(ref)]
+    for row in rows:
+        for ph in phases:
+            row[ph]["vs_" + ref] = row[ph]["examples_per_s"] / base[ph]["examples_per_s"]
+    cpu = f"cpu ({torch.get_num_threads()} threads)"
+    setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
+             "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
+             "batch_size": args.batch_size, "timed_batches": len(timed), "examples": n_ex,
+             "real_tokens": n_tok,
+             "padded_tokens": sum(b["attention_mask"].numel() for b in timed), "repeats": args.repeats,
+             "bf16_autocast": device.type == "cuda"}
+    if args.json:
+        print(json.dumps({"setup": setup, "results": rows}, indent=2))
+    else:
+        _print_table(setup, rows, phases, ref)
+    return 0
+
+
+def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: str) -> None:
+    print(", ".join(f"{k}={v}" for k, v in setup.items()))
+    head = f"{'model':<12} {'preset':<8}"
+    for ph in phases:
+        head += f" {ph + ' ex/s':>11} {ph + ' tok/s':>12} {'vs ' + ref:>13}"
+    print(head)
+    for row in rows:
+        line = f"{row['model']:<12} {row['preset'] or '-':<8}"
+        for ph in phases:
+            r = row[ph]
+            line += f" {r['examples_per_s']:>11.1f} {r['tokens_per_s']:>12.0f} {r['vs_' + ref]:>12.2f}x"
+        print(line)

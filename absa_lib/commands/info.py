@@ -1,0 +1,83 @@
+"""``absa info --model NAME --preset P --backbone B``: parameter count, per-component breakdown and the
+resolved model fields (what ``build_model`` would build, without loading weights)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from absa_lib.models import BACKBONES, MODELS, PRESETS
+
+    p = sub.add_parser("info", help="parameter count and configuration of a model",
+                       description="Count the parameters of a model (built on PyTorch's meta device: no "
+                       "weights are loaded or allocated) and show its preset fields.")
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--preset", default="paper", choices=PRESETS)
+    p.add_argument("--backbone", default="bert-base-random",
+                   help=f"one of {', '.join(BACKBONES)} or a local model directory "
+                   "(default: bert-base-random)")
+    p.add_argument("--num-labels", type=int, default=3, help="classifier outputs (3 SentiHood, 5 SemEval)")
+    p.add_argument("--num-contexts", type=int, default=8, help="context ids (8 SentiHood, 5 SemEval)")
+    p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help="override model fields, e.g. quasi=false quasi_proj=per_head init_std=0.02")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+ARCHITECTURE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``["quasi=false", "init_std=0.02"]`` -> ``{"quasi": False, "init_std": 0.02}``."""
+    from absa_lib.errors import AbsaError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise AbsaError(f"--set {item!r}: expected FIELD=VALUE, e.g. quasi=false")
+        low = value.lower()
+        if low in ("true", "false"):
+            out[key] = low == "true"
+        else:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from absa_lib.models.absa_model import (
+        MODEL_FIELDS,
+        AbsaModel,
+        count_parameters,
+        model_config,
+        parameter_breakdown,
+    )
+
+    config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
+                          num_contexts=args.num_contexts, preset=args.preset, **parse_overrides(args.set))
+    with torch.device("meta"):
+        model = AbsaModel(config)
+    uses_context = model.uses_context
+    info = {"model": args.model, "preset": args.preset if uses_context else None, "backbone": args.backbone,
+            "num_labels": args.num_labels, "num_contexts": args.num_contexts if uses_context else None,
+            "parameters": count_parameters(model), "breakdown": parameter_breakdown(model),
+            "fields": {k: getattr(config, k) for k in MODEL_FIELDS.get(args.model, ())},
+            "architecture": {k: getattr(config, k) for k in ARCHITECTURE}}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    preset = f" ({args.preset} preset)" if uses_context else ""
+    print(f"{args.model}{preset} on {args.backbone}: {info['parameters']:,} parameters")
+    for name, n in info["breakdown"].items():
+        print(f"  {name:<26} {n:>13,}")
+    print("  architecture: " + ", ".join(f"{k}={v}" for k, v in info["architecture"].items()))
+    if info["fields"]:
+        print("  fields: " + ", ".join(f"{k}={v}" for k, v in info["fields"].items()))
+    return 0

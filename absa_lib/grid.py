@@ -1,0 +1,160 @@
+"""Grids of runs for the notebooks: which configurations make up a table row or an ablation, training
+them (or fetching them from the run cache), and collecting existing run records (``render``).
+
+A grid is a list of :class:`Spec` (what varies: model, input variant, preset, sampler, overrides)
+times datasets times seeds; everything else (backbone, budget) comes from the notebook's parameters.
+:func:`absa_lib.train.train` returns a finished run with the same configuration instantly, so
+notebooks can share runs: ``03`` reuses ``02``'s CG-BERT runs, ``04`` and ``05`` reuse ``03``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from absa_lib.runs import atomic_write_bytes
+
+RECORD_FILES = ("config.json", "metrics.json", "env.json")   # what results/ keeps of a run (no weights)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What varies between runs of a grid (the rest comes from the notebook's parameters)."""
+
+    label: str
+    model: str
+    aux: str
+    preset: str = "paper"
+    sampler: str = "uniform"
+    model_overrides: dict = field(default_factory=dict)
+    change: str = ""                 # what differs from the reference setting (ablations)
+
+    def filters(self) -> dict:
+        return {"model": self.model, "aux": self.aux, "preset": self.preset, "sampler": self.sampler,
+                "model_overrides": dict(self.model_overrides)}
+
+
+def table_specs(dataset: str, models: tuple[str, ...]) -> list[Spec]:
+    """The runs behind the paper-table rows that ``models`` reproduce (main grid)."""
+    from absa_lib.tables import paper_rows
+
+    return [Spec(r.name, r.model, r.aux) for r in paper_rows(dataset, models)]
+
+
+def ablation_specs() -> list[Spec]:
+    """04_ablations: QACG-BERT with the auxiliary sentence (paper preset) and one change at a time,
+    plus CG-BERT's gate activation. Each spec differs from its reference in exactly one field."""
+    ref = "reference: paper preset, NLI-M auxiliary sentence, uniform sampler"
+    return [
+        Spec("QACG-BERT (aux)", "qacg-bert", "NLI-M", change=ref),
+        Spec("QACG-BERT (aux), official preset", "qacg-bert", "NLI-M", preset="official",
+             change="official code's settings: per-head Z, dropout on C_Q/C_K, λ biases, init 0.02"),
+        Spec("QACG-BERT (aux), λ_A = 0", "qacg-bert", "NLI-M", model_overrides={"quasi": False},
+             change="quasi term off: Â = A_self (model override quasi=False)"),
+        Spec("QACG-BERT (no aux)", "qacg-bert", "none", change="no auxiliary sentence (context id only)"),
+        Spec("QACG-BERT (aux), balanced sampler", "qacg-bert", "NLI-M", sampler="balanced",
+             change="class-balanced sampling with replacement (official WeightedRandomSampler)"),
+        Spec("CG-BERT (aux), tanh gate", "cg-bert", "NLI-M", change="CG reference: paper's tanh gate (Eq. 3)"),
+        Spec("CG-BERT (aux), sigmoid gate", "cg-bert", "NLI-M", model_overrides={"gate_activation": "sigmoid"},
+             change="official code's sigmoid gate"),
+    ]
+
+
+def make_configs(spec: Spec, dataset: str, seeds: list[int], **base) -> list:
+    """One TrainConfig per seed: ``base`` holds backbone, epochs, batch size, budgets..."""
+    from absa_lib.train import TrainConfig
+
+    return [TrainConfig(dataset=dataset, seed=int(s), **spec.filters(), **base) for s in seeds]
+
+
+def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dict, runs_dir: Path,
+             allow_training: bool = True, force: bool = False, data_dir=None,
+             progress: bool = True) -> dict[tuple[str, str], list]:
+    """Train (or fetch from the cache) every spec × dataset × seed.
+
+    Args:
+        specs: the grid's rows.
+        datasets: e.g. ``["sentihood", "semeval"]``.
+        seeds: one run per seed.
+        base: the other TrainConfig fields (backbone, epochs, batch_size, lr, max_length, ...).
+        runs_dir: where run folders live.
+        allow_training: False (``render``): collect existing run records only, whatever their
+            backbone, budget and seeds, and never train.
+        force: retrain even when a finished run exists.
+
+    Returns:
+        ``{(dataset, spec.label): [Run, ...]}``; empty lists where nothing exists (render).
+    """
+    from absa_lib.runs import find_runs
+    from absa_lib.train import train
+
+    out = {}
+    for dataset in datasets:
+        for spec in specs:
+            if not allow_training:
+                found = find_runs(runs_dir, dataset=dataset, **spec.filters())
+                print(f"[runs] {dataset} {spec.label}: {len(found)} run record(s) found in {runs_dir}")
+                out[(dataset, spec.label)] = found
+                continue
+            runs = []
+            for config in make_configs(spec, dataset, seeds, **base):
+                run = train(config, runs_dir=runs_dir, data_dir=data_dir or None, force=force, progress=progress)
+                state = "cached" if run.cached else "trained"
+                print(f"[runs] {dataset} {spec.label} seed {config.seed}: {state} {run.run_id}")
+                runs.append(run)
+            out[(dataset, spec.label)] = runs
+    return out
+
+
+def ablation_variants(grid: dict, dataset: str, specs: list[Spec]) -> list:
+    """:class:`absa_lib.tables.Variant` rows for 04: every spec at dev-best, then the two references
+    (first QACG and first CG spec) at test-best, the official code's selection on the test set."""
+    from absa_lib.tables import Variant
+
+    out = [Variant(s.label, s.change, grid.get((dataset, s.label), []), "dev_best") for s in specs]
+    for model in ("qacg-bert", "cg-bert"):
+        ref = next((s for s in specs if s.model == model), None)
+        if ref is not None:
+            out.append(Variant(ref.label, "epoch selected on the test set (official protocol, optimistic)",
+                               grid.get((dataset, ref.label), []), "test_best"))
+    return out
+
+
+def run_label(run) -> str:
+    c = run.config
+    return f"{c['model']} {c['aux']} seed {c['seed']}"
+
+
+def flatten(grid: dict) -> list:
+    """All runs of a :func:`run_grid` result, in order, without duplicates."""
+    seen, out = set(), []
+    for runs in grid.values():
+        for r in runs:
+            if r.path not in seen:
+                seen.add(r.path)
+                out.append(r)
+    return out
+
+
+def export_records(runs: list, results_dir: Path) -> list[Path]:
+    """Copy the records of ``runs`` (config/metrics/env JSON, no weights, no predictions) into
+    ``<results_dir>/runs/<dataset>/<model>/<run_id>/``, the layout ``results/reference/`` uses."""
+    written = []
+    for run in runs:
+        dest = Path(results_dir) / "runs" / run.config["dataset"] / run.config["model"] / run.run_id
+        if dest.resolve() == Path(run.path).resolve():
+            continue
+        for name in RECORD_FILES:
+            src = Path(run.path) / name
+            if src.is_file():
+                atomic_write_bytes(dest / name, src.read_bytes())
+                written.append(dest / name)
+    return written
+
+
+def run_with_checkpoint(runs: list):
+    """The first run whose dev-best checkpoint is on disk (analysis needs weights), else None."""
+    for run in runs:
+        if (Path(run.path) / "checkpoints" / "best" / "config.json").is_file():
+            return run
+    return None

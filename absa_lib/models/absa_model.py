@@ -1,0 +1,299 @@
+"""The four models behind one interface: BERT-single, BERT-pair, CG-BERT and QACG-BERT.
+
+Every model is a Hugging Face ``BertModel`` plus the official head (PAPER_SPEC §4.1)::
+
+    logits = W_o · Dropout(tanh(W_p h_[CLS] + b_p)) + b_o          loss = mean cross-entropy
+
+``bert-single`` and ``bert-pair`` are plain BERT sequence classification (their inputs, sentence
+alone or with an auxiliary sentence, are decided by the data variant). ``cg-bert`` and ``qacg-bert``
+add a context embedding table (one row per context id, §3.6) and swap every layer's
+``BertSelfAttention`` for :class:`~absa_lib.models.attention.CGBertSelfAttention` or
+:class:`~absa_lib.models.attention.QACGBertSelfAttention`; they work with or without the auxiliary
+sentence. Padded keys are masked with the official additive −10000 mask (PAPER_SPEC §2.2).
+
+Presets (:data:`PRESETS`; any field can be overridden by name in :func:`build_model`):
+
+======================  ===================  ==========================  =============================
+field                   ``paper``            ``official`` (repo HEAD)    meaning
+======================  ===================  ==========================  =============================
+``gate_activation``     tanh (Eq. 3)         sigmoid                     CG gates λ_Q, λ_K
+``quasi_proj``          shared (d→d_h)       per_head (d→d, split)       QACG Z_Q, Z_K (Eq. 5)
+``context_dropout``     False                True                        dropout on QACG C_Q, C_K
+``lambda_bias``         False                QACG True, CG False         bias in the λ-layers
+``init_std``            1e-3                 0.02                        E_ctx, W_c, U/Z weights
+``lambda_init_std``     1e-3                 0.01                        λ-layer weights
+``quasi``               True                 True                        False: λ_A = 0 (ablation)
+``context_residual``    True                 True                        C = [E_c; X] W_cᵀ + b + E_c
+======================  ===================  ==========================  =============================
+
+Reading of the paper preset: §3.7 says new layers start at N(0, σ²) with "σ = e−3". We read it
+as 10⁻³ (the "1" of "1e−3" lost in extraction): e^{-3} ≈ 0.05 would be larger than BERT's own 0.02,
+contradicting "small random numbers" and "the gating factors start at values close to zero",
+which holds with σ = 10⁻³ (tanh gate ≈ 0 for CG, λ_A ≈ 1 − 2σ(0) = 0 for QACG). The classifier is
+initialised like every BERT fine-tuning head, N(0, 0.02²), in both presets; all new biases are 0.
+The paper does not describe the context matrix beyond "[E_c, E] W_cᵀ with a residual connection",
+so both presets use the official per-layer W_c on each layer's input with the +E_c residual.
+Parameter counts with bert-base (3 labels, 8 contexts): BERT-pair 109,484,547; CG (both presets)
+123,758,595; QACG official 137,833,011; QACG paper 124,839,939 (per layer Z: 2·(768·64 + 64),
+λ: 4·64), the paper's "about 124M". The official counts lack the unused pooler ``attention_gate``
+(24,641), which is not built here.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import BertConfig, BertModel
+
+from absa_lib.errors import AbsaError
+from absa_lib.models import backbones
+from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention
+
+MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
+PRESETS = ("paper", "official")
+ATTENTION = {"cg-bert": CGBertSelfAttention, "qacg-bert": QACGBertSelfAttention}
+FIELDS = {  # field: (paper, official, allowed values or type)
+    "gate_activation": ("tanh", "sigmoid", ("tanh", "sigmoid")),
+    "quasi_proj": ("shared", "per_head", ("shared", "per_head")),
+    "context_dropout": (False, True, bool),
+    "lambda_bias": (False, None, bool),        # None: True for qacg-bert, False for cg-bert
+    "init_std": (1e-3, 0.02, float),
+    "lambda_init_std": (1e-3, 0.01, float),
+    "quasi": (True, True, bool),
+    "context_residual": (True, True, bool),
+}
+MODEL_FIELDS = {  # the fields each model reads (plain BERT reads none)
+    "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual"),
+    "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "init_std", "lambda_init_std", "quasi",
+                  "context_residual"),
+}
+
+
+def preset_fields(name: str, preset: str, **overrides) -> dict:
+    """The context fields of model ``name`` under ``preset``, with ``overrides`` applied and checked."""
+    if preset not in PRESETS:
+        raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
+    fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
+    if fields["lambda_bias"] is None:
+        fields["lambda_bias"] = name == "qacg-bert"
+    for key, value in overrides.items():
+        if key not in FIELDS:
+            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(FIELDS)}")
+        if key not in MODEL_FIELDS.get(name, ()):
+            raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
+                            f"{', '.join(MODEL_FIELDS.get(name, ())) or 'no model fields'}")
+        allowed = FIELDS[key][2]
+        ok = value in allowed if isinstance(allowed, tuple) else (
+            isinstance(value, bool) if allowed is bool else isinstance(value, (int, float)) and value >= 0)
+        if not ok:
+            raise AbsaError(f"model override {key}={value!r} is invalid; expected "
+                            f"{' or '.join(allowed) if isinstance(allowed, tuple) else allowed.__name__}")
+        fields[key] = float(value) if allowed is float else value
+    return fields
+
+
+@dataclass
+class AbsaOutput:
+    """``logits`` (B, C); ``loss`` (scalar) when labels were given; ``components`` per layer when asked."""
+
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    components: list[dict[str, torch.Tensor]] | None = None
+
+
+class AbsaModel(nn.Module):
+    """BERT + (optionally) context-guided attention + the pooler/dropout/linear head.
+
+    Args:
+        config: a ``BertConfig`` carrying ``absa_model``, ``num_labels``, ``num_contexts`` and the
+            context fields of :data:`FIELDS`; they travel with :meth:`save_pretrained`.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.name = config.absa_model
+        self.uses_context = self.name in ATTENTION
+        config._attn_implementation = "eager" if self.uses_context else "sdpa"
+        self.bert = BertModel(config)
+        d = config.hidden_size
+        if self.uses_context:
+            for i, layer in enumerate(self.bert.encoder.layer):     # swap before the first forward
+                new = ATTENTION[self.name](config, layer_idx=i).train(self.bert.training)
+                new.load_state_dict(layer.attention.self.state_dict(), strict=False)
+                layer.attention.self = new
+            self.context_embeddings = nn.Embedding(config.num_contexts, d)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.classifier = nn.Linear(d, config.num_labels)
+        self._init_new_weights()
+
+    @torch.no_grad()
+    def _init_new_weights(self) -> None:
+        cfg = self.config
+        nn.init.normal_(self.classifier.weight, std=cfg.initializer_range)
+        nn.init.zeros_(self.classifier.bias)
+        if not self.uses_context:
+            return
+        nn.init.normal_(self.context_embeddings.weight, std=cfg.init_std)
+        for layer in self.bert.encoder.layer:
+            for name in NEW_MODULES:
+                module = getattr(layer.attention.self, name)
+                std = cfg.lambda_init_std if name.startswith("lambda") else cfg.init_std
+                nn.init.normal_(module.weight, std=std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    def new_keys(self) -> set[str]:
+        """Keys of ``self.bert`` that are not BERT's own (the context layers inside attention)."""
+        return {k for k in self.bert.state_dict()
+                if k.split(".attention.self.")[-1].split(".")[0] in NEW_MODULES}
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, output_components: bool = False) -> AbsaOutput:
+        """Args: ``input_ids``, ``attention_mask``, ``token_type_ids`` (B, T); ``context_ids``,
+        ``labels`` (B,) int64. ``output_components``: also return per-layer attention components
+        (CG: lambda_q, lambda_k, attention; QACG: a_self, a_quasi, lambda_q, lambda_k, lambda_a,
+        a_hat), shapes (B, H, T, T) or (B, H, T, 1); None for the plain BERT models."""
+        dtype = self.bert.embeddings.word_embeddings.weight.dtype
+        mask = (1.0 - attention_mask[:, None, None, :].to(dtype)) * -10000.0   # (B, 1, 1, T)
+        extra, components = {}, None
+        if self.uses_context:
+            if context_ids is None:
+                raise AbsaError(f"{self.name} needs context_ids (one context id per example)")
+            extra["context"] = self.context_embeddings(context_ids.view(-1))       # e_c: (B, d)
+            if output_components:
+                extra["components"] = components = []
+        out = self.bert(input_ids=input_ids, attention_mask=mask, token_type_ids=token_type_ids, **extra)
+        logits = self.classifier(self.dropout(out.pooler_output))                  # (B, C)
+        loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        return AbsaOutput(logits=logits, loss=loss, components=components)
+
+    def save_pretrained(self, directory: str | os.PathLike) -> None:
+        """Write ``config.json`` and ``model.safetensors`` to ``directory`` (each atomically)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
+        config = self.config.to_json_string(use_diff=False)
+        for name, write in (("model.safetensors", lambda p: save_file(state, p, metadata={"format": "pt"})),
+                            ("config.json", lambda p: Path(p).write_text(config))):
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
+            os.close(fd)
+            try:
+                write(tmp)
+                os.replace(tmp, directory / name)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike) -> AbsaModel:
+        """Load a model written by :meth:`save_pretrained` (strict: every key must match)."""
+        directory = Path(directory)
+        if not (directory / "config.json").is_file() or not (directory / "model.safetensors").is_file():
+            raise AbsaError(f"{directory}: expected config.json and model.safetensors written by "
+                            "AbsaModel.save_pretrained")
+        config = BertConfig.from_pretrained(directory)
+        if getattr(config, "absa_model", None) not in MODELS:
+            raise AbsaError(f"{directory / 'config.json'}: absa_model is missing or not one of "
+                            f"{', '.join(MODELS)}; not a model saved by absa_lib")
+        model = cls(config)
+        model.load_checked(load_file(directory / "model.safetensors"), str(directory / "model.safetensors"))
+        return model.eval()
+
+    def load_checked(self, state: dict[str, torch.Tensor], source: str) -> None:
+        """load_state_dict(strict) with an AbsaError naming mismatched keys."""
+        own = self.state_dict()
+        shared = set(own) & set(state)
+        bad = sorted(set(own) ^ set(state)) + sorted(k for k in shared if own[k].shape != state[k].shape)
+        if bad:
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            raise AbsaError(f"{source}: keys or shapes do not match the {self.name} model: "
+                            f"{', '.join(bad[:5])}{more}")
+        self.load_state_dict(state, strict=True)
+
+    def load_official_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Load a state_dict of the official ``CGBertForSequenceClassification`` or
+        ``QACGBertForSequenceClassification`` (frankaging/Quasi-Attention-ABSA; ``official`` preset
+        and num_contexts = 8 for identical shapes): renames ``bert.encoder.context_layer.{l}`` to
+        ``bert.encoder.layer.{l}.attention.self.context_layer``, ``bert.context_embeddings`` to
+        ``context_embeddings``, TF-style ``gamma/beta`` to ``weight/bias``; drops the unused
+        ``bert.pooler.attention_gate``."""
+        mapped = {}
+        for key, value in state.items():
+            key = key.removeprefix("module.")
+            if key.startswith("bert.pooler.attention_gate."):
+                continue
+            if key.startswith("bert.encoder.context_layer."):
+                layer, rest = key.removeprefix("bert.encoder.context_layer.").split(".", 1)
+                key = f"bert.encoder.layer.{layer}.attention.self.context_layer.{rest}"
+            key = key.replace("bert.context_embeddings.", "context_embeddings.")
+            if "LayerNorm." in key:
+                key = key.replace(".gamma", ".weight").replace(".beta", ".bias")
+            mapped[key] = value
+        self.load_checked(mapped, "official state_dict")
+
+
+def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int,
+                 preset: str = "paper", **overrides) -> BertConfig:
+    """The backbone's ``BertConfig`` with the model fields set (see :func:`build_model`)."""
+    if name not in MODELS:
+        raise AbsaError(f"model {name!r} is not one of {', '.join(MODELS)}")
+    if num_labels < 1 or num_contexts < 1:
+        raise AbsaError(f"num_labels and num_contexts must be positive, got {num_labels} and {num_contexts}")
+    config = backbones.backbone_config(backbone)
+    fields = preset_fields(name, preset, **overrides)
+    for key, value in {**fields, "absa_model": name, "absa_preset": preset, "absa_backbone": str(backbone),
+                       "num_labels": num_labels, "num_contexts": num_contexts}.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
+                preset: str = "paper", **overrides) -> AbsaModel:
+    """Build model ``name`` on ``backbone`` with pretrained weights (random for the random backbones).
+
+    Args:
+        name: one of :data:`MODELS`.
+        backbone: one of :data:`~absa_lib.models.backbones.BACKBONES` or a local model directory.
+        num_labels: classifier outputs (3 SentiHood, 5 SemEval, 2 for the B variants).
+        num_contexts: rows of the context embedding table (8 SentiHood, 5 SemEval).
+        preset: ``paper`` or ``official`` (see the module docstring); ignored by the plain BERT models.
+        **overrides: any field of :data:`FIELDS`, e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
+
+    Returns:
+        The model, in train mode. New layers are initialised as the preset says.
+    """
+    config = model_config(name, backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
+                          preset=preset, **overrides)
+    model = AbsaModel(config)
+    path = backbones.backbone_dir(backbone)
+    if path is not None:
+        backbones.load_backbone_weights(model.bert, path, model.new_keys())
+    return model
+
+
+def parameter_breakdown(model: AbsaModel) -> dict[str, int]:
+    """Parameter counts by component (sums to :func:`count_parameters`)."""
+    groups = {"bert embeddings": 0, "bert encoder": 0, "bert pooler": 0, "context embeddings": 0,
+              "context transform W_c": 0, "context projections U/Z": 0, "gates λ": 0, "classifier": 0}
+    for key, p in model.named_parameters():
+        leaf = key.split(".attention.self.")[-1]
+        group = ("context transform W_c" if leaf.startswith("context_layer") else
+                 "context projections U/Z" if leaf.startswith("context_for_") else
+                 "gates λ" if leaf.startswith("lambda_") else
+                 "context embeddings" if key.startswith("context_embeddings") else
+                 "classifier" if key.startswith("classifier") else "bert " + key.split(".")[1])
+        groups[group] += p.numel()
+    return {k: v for k, v in groups.items() if v}
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of parameters (all are trainable)."""
+    return sum(p.numel() for p in model.parameters())

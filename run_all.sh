@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Run every notebook in order with papermill under one profile (params/<profile>.yaml).
+#
+#   bash run_all.sh            # the best profile this machine supports (says which)
+#   bash run_all.sh smoke      # tiny model, a few minutes: checks that everything runs
+#   bash run_all.sh cpu        # MiniLM on real-data subsets: a laptop, well under an hour
+#   bash run_all.sh gpu        # MiniLM, full data, paper hyper-parameters, 3 seeds (CUDA)
+#   bash run_all.sh paper      # bert-base-uncased, full data, 5 seeds (CUDA + the hub or a local copy)
+#   bash run_all.sh render     # no training: rebuild tables and figures from results/reference/
+#
+# Executed notebooks and their logs go to executed/<profile>/ (git-ignored). The script stops at
+# the first failing notebook and names it and its log. Extra arguments go to every papermill call
+# (e.g. `-p force_retrain True`).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+PROFILES="smoke cpu gpu paper render"
+PROFILE=""
+if [ $# -ge 1 ] && [[ "$1" != -* ]]; then
+  PROFILE="$1"; shift
+  if [ ! -f "$ROOT/params/$PROFILE.yaml" ]; then       # before any setup: a typo fails at once
+    echo "[run_all] error: unknown profile '$PROFILE' (no params/$PROFILE.yaml); expected one of: $PROFILES" >&2
+    exit 2
+  fi
+fi
+
+source "$ROOT/scripts/ensure_venv.sh" test      # sets $PY and puts the venv first on PATH
+
+if [ -z "$PROFILE" ]; then
+  if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    PROFILE=gpu; why="a CUDA GPU is available"
+  else
+    PROFILE=cpu; why="no CUDA GPU was found"
+  fi
+  echo "[run_all] no profile given: using '$PROFILE' ($why). Others: $PROFILES" >&2
+  if [ "$PROFILE" = gpu ] && "$PY" -c "
+import sys
+from huggingface_hub import try_to_load_from_cache
+sys.exit(0 if isinstance(try_to_load_from_cache('bert-base-uncased', 'config.json'), str) else 1)" 2>/dev/null; then
+    echo "[run_all] bert-base-uncased is in the local cache: 'bash run_all.sh paper' runs the paper's backbone" >&2
+  fi
+fi
+PARAMS="$ROOT/params/$PROFILE.yaml"
+
+export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0 TOKENIZERS_PARALLELISM=false
+if [ "$PROFILE" != paper ]; then export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1; fi
+
+OUT="$ROOT/executed/$PROFILE"            # absolute: papermill opens --stdout-file after --cwd
+mkdir -p "$OUT"
+# where this profile writes (relative paths are from the repository root)
+read -r RESULTS FIGURES < <("$PY" -c "
+import yaml, sys
+p = yaml.safe_load(open(sys.argv[1]))
+print(p['results_dir'], p['figures_dir'])" "$PARAMS")
+
+start=$(date +%s)
+for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do
+  name="$(basename "$nb" .ipynb)"
+  log="$OUT/$name.log"
+  echo "[run_all] $(date +%H:%M:%S) $name ($PROFILE)" >&2
+  t0=$(date +%s)
+  if ! papermill "$nb" "$OUT/$name.ipynb" -k python3 --cwd "$ROOT/notebooks" \
+        -f "$PARAMS" -p profile "$PROFILE" \
+        --log-output --no-progress-bar --start-timeout 120 \
+        --stdout-file "$log" --stderr-file "$log.err" "$@"; then
+    echo "[run_all] FAILED: notebook notebooks/$name.ipynb (profile $PROFILE)" >&2
+    echo "[run_all]   executed copy with the error: $OUT/$name.ipynb" >&2
+    echo "[run_all]   its output: $log and $log.err" >&2
+    exit 1
+  fi
+  echo "[run_all]   done in $(( $(date +%s) - t0 ))s" >&2
+done
+
+"$PY" -m absa_lib.manifest --profile "$PROFILE" --results-dir "$RESULTS" --figures-dir "$FIGURES"
+echo "[run_all] all notebooks ran under '$PROFILE' in $(( $(date +%s) - start ))s" >&2
+echo "[run_all]   tables:    $RESULTS/table1_sentihood.{csv,md} $RESULTS/table2_semeval.{csv,md} $RESULTS/ablations.{csv,md}" >&2
+echo "[run_all]   figures:   $FIGURES/" >&2
+echo "[run_all]   manifest:  $RESULTS/MANIFEST.json" >&2
+echo "[run_all]   notebooks: $OUT/" >&2

@@ -1,0 +1,97 @@
+"""Figures: deterministic bytes, histogram bookkeeping, and each figure drawn from plain data."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from absa_lib import plots as P
+from absa_lib.companion import save_figure
+
+
+def _fig():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1, 2], [1, 0, 2], label="x")
+    ax.set_title("déterministe")
+    ax.legend()
+    return fig
+
+
+def test_save_figure_gives_identical_bytes_without_metadata(tmp_path):
+    fig = _fig()
+    a = save_figure(fig, tmp_path / "a", "fig")
+    b = save_figure(fig, tmp_path / "b", "fig")
+    plt.close(fig)
+    assert [p.name for p in a] == ["fig.png", "fig.pdf"]
+    for x, y in zip(a, b):
+        assert x.read_bytes() == y.read_bytes()
+    pdf = a[1].read_bytes()
+    assert b"CreationDate" not in pdf and b"Producer" not in pdf and b"matplotlib" not in pdf.lower()
+    assert b"Software" not in a[0].read_bytes() and a[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_histogram_counts_and_merge_pool_the_data():
+    x = np.array([-1.5, -0.25, 0.0, 0.1, 0.9, 1.0, 2.5])
+    h = P.histogram_counts(x, -1.0, 1.0, bins=4)                 # edges -1, -.5, 0, .5, 1
+    assert h["edges"] == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert h["counts"] == [0, 1, 2, 2]                           # numpy: last bin closed, 1.0 included
+    assert (h["below"], h["above"], h["n"], h["negative"]) == (1, 1, 7, 2)
+    assert h["min"] == -1.5 and h["max"] == 2.5 and h["sum"] == pytest.approx(x.sum())
+    m = P.merge_histograms(P.merge_histograms(None, h), P.histogram_counts(np.array([0.6]), -1, 1, bins=4))
+    assert m["counts"] == [0, 1, 2, 3] and m["n"] == 8 and m["max"] == 2.5
+    with pytest.raises(ValueError):
+        P.merge_histograms(h, P.histogram_counts(x, 0, 1, bins=4))
+
+
+def test_normalise_abs_divides_by_the_largest_magnitude():
+    assert P.normalise_abs([1.0, -4.0, 2.0]).tolist() == [0.25, -1.0, 0.5]
+    assert P.normalise_abs([0.0, 0.0]).tolist() == [0.0, 0.0]
+
+
+def test_figure4_log_scale_where_the_paper_uses_it():
+    rng = np.random.default_rng(0)
+    hists = {k: P.histogram_counts(rng.uniform(lo, hi, 500), lo, hi) for k, _, (lo, hi), _ in P.FIG4_PANELS}
+    fig = P.histograms(hists, n_examples=200)
+    scales = [ax.get_yscale() for ax in fig.axes]
+    assert scales == ["log", "linear", "log", "log"]               # (a), (c), (d) log; (b) λ_A linear
+    assert fig.axes[0].get_xlim() == (-1.0, 2.0) and fig.axes[1].get_xlim() == (-1.0, 1.0)
+    plt.close(fig)
+    fig = P.histograms({"a_hat": hists["a_hat"]})                    # missing panels say so
+    assert "not available" in fig.axes[3].get_title()
+    plt.close(fig)
+
+
+def test_figure3_and_figure5_draw_one_row_per_context():
+    tokens = ["[CLS]", "cheap", "rent", "[SEP]"]
+    fig = P.relevance_heatmap([{"title": "LOC1", "tokens": tokens,
+                                "rows": {"price": [0.1, 1.0, 0.5, 0.0], "transit-location": [0.2, 0.3, 1.0, 0.1]}},
+                               {"title": "general", "tokens": tokens[:3], "rows": {"LOC1": [1, 0, 0], "LOC2": [0, 1, 0]}}])
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert [im.get_array().shape for im in images] == [(2, 4), (2, 3)]
+    plt.close(fig)
+    fig = P.attention_rows(tokens, {"Â": [2.0, 1.0, 0.0, 1.0], "λ_A·A_quasi": [0.5, -1.0, 0.25, 0.0]})
+    arr = fig.axes[0].images[0].get_array()
+    assert np.allclose(arr, [[1.0, 0.5, 0.0, 0.5], [0.5, -1.0, 0.25, 0.0]])
+    assert fig.axes[0].images[0].get_clim() == (-1.0, 1.0)
+    plt.close(fig)
+
+
+def test_label_distribution_curves_and_ablation_bars():
+    counts = pd.DataFrame({"dataset": ["sentihood"] * 4, "split": ["train", "train", "test", "test"],
+                           "label": ["None", "Positive", "None", "Positive"], "count": [90, 10, 45, 5]})
+    fig = P.label_distribution(counts)
+    heights = sorted(round(p.get_height(), 3) for p in fig.axes[0].patches)
+    assert heights == [0.1, 0.1, 0.9, 0.9]
+    plt.close(fig)
+    curves = [{"dataset": "sentihood", "label": "QACG", "metric": "aspect_strict_acc", "epochs": [1, 2],
+               "dev": [0.5, 0.6], "test": [0.4, 0.7]}]
+    fig = P.training_curves(curves)
+    assert len(fig.axes[0].lines) == 2 and fig.axes[0].lines[0].get_ydata().tolist() == pytest.approx([40, 70])
+    plt.close(fig)
+    df = pd.DataFrame({"variant": ["a", "b"], "selection": ["dev_best"] * 2, "aspect_strict_acc": [70.0, float("nan")],
+                       "aspect_strict_acc_sd": [1.0, float("nan")]})
+    fig = P.ablation_bars(df, "aspect_strict_acc")
+    assert [round(p.get_width(), 1) for p in fig.axes[0].patches] == [70.0, 0.0]
+    plt.close(fig)

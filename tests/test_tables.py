@@ -1,0 +1,184 @@
+"""Tables 1 and 2: paper numbers as published, our mean ± sd from synthetic run records."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from absa_lib import tables as T
+from absa_lib.metrics import METRIC_KEYS
+
+ROWS_T1 = ["LR (Saeidi et al. 2016)", "LSTM-Final (Saeidi et al. 2016)", "LSTM-Loc (Saeidi et al. 2016)",
+           "SenticLSTM (Ma et al. 2018)", "Dmu-Entnet (Liu et al. 2018)", "BERT-single (Sun et al. 2019)",
+           "BERT-pair (Sun et al. 2019)", "CG-BERT", "CG-BERT (auxiliary sentences)", "QACG-BERT",
+           "QACG-BERT (auxiliary sentences)"]
+ROWS_T2 = ["XRCE (Brun et al. 2014)", "NRC-Canada (Kiritchenko et al. 2014)", "BERT-single (Sun et al. 2019)",
+           "BERT-pair (Sun et al. 2019)", "CG-BERT", "CG-BERT (auxiliary sentences)", "QACG-BERT",
+           "QACG-BERT (auxiliary sentences)"]
+SPEC = {"BERT-single (Sun et al. 2019)": ("bert-single", "single"), "BERT-pair (Sun et al. 2019)": ("bert-pair", "NLI-M"),
+        "CG-BERT": ("cg-bert", "none"), "CG-BERT (auxiliary sentences)": ("cg-bert", "NLI-M"),
+        "QACG-BERT": ("qacg-bert", "none"), "QACG-BERT (auxiliary sentences)": ("qacg-bert", "NLI-M")}
+
+
+def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", sampler="uniform",
+             overrides=None, backbone="minilm"):
+    """A run record whose every test metric is ``test_value`` at dev_best and 0.9 at test_best."""
+    def metrics(v):
+        return {k: v for k in METRIC_KEYS[dataset]}
+    cfg = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": preset, "sampler": sampler,
+           "model_overrides": overrides or {}, "backbone": backbone, "epochs": 3, "batch_size": 24,
+           "lr": 2e-5, "max_length": 128, "max_train_examples": None, "max_eval_examples": None,
+           "run_id": f"{model}-{aux}-{seed}-{preset}-{sampler}-{backbone}"}
+    sel = {"dev_best": {"epoch": 2, "dev": metrics(dev_value), "test": metrics(test_value)},
+           "test_best": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)},
+           "last": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)}}
+    return {"config": cfg, "metrics": {"selection": sel, "complete": True}}
+
+
+def test_paper_numbers_are_exactly_the_published_ones():
+    t1 = {r.name: r for r in T.PAPER_TABLES["sentihood"]}
+    t2 = {r.name: r for r in T.PAPER_TABLES["semeval"]}
+    assert list(t1) == ROWS_T1 and list(t2) == ROWS_T2
+    assert t1["QACG-BERT (auxiliary sentences)"].values["aspect_strict_acc"] == (80.9, 0.3)
+    assert t1["LR (Saeidi et al. 2016)"].values == {"aspect_macro_f1": (39.3, None), "aspect_auc": (92.4, None),
+                                                    "sentiment_acc": (87.5, None), "sentiment_auc": (90.5, None)}
+    assert "aspect_auc" not in t1["SenticLSTM (Ma et al. 2018)"].values
+    assert t1["BERT-single (Sun et al. 2019)"].values["sentiment_auc"] == (84.2, None)
+    assert t2["XRCE (Brun et al. 2014)"].values == {"aspect_p": (83.23, None), "aspect_r": (81.37, None),
+                                                     "aspect_f1": (82.29, None), "sentiment_acc_4class": (78.1, None)}
+    assert t2["QACG-BERT"].values["aspect_p"] == (94.38, 0.31) and t2["QACG-BERT"].values["aspect_f1"] == (92.64, None)
+    assert t2["CG-BERT (auxiliary sentences)"].values["sentiment_acc_4class"] == (85.7, 0.5)
+    # the paper's F1 of our rows is the harmonic mean of its mean P and mean R (PAPER_SPEC §5.2)
+    for name in ("CG-BERT", "CG-BERT (auxiliary sentences)", "QACG-BERT", "QACG-BERT (auxiliary sentences)"):
+        v = t2[name].values
+        p, r = v["aspect_p"][0], v["aspect_r"][0]
+        assert round(2 * p * r / (p + r), 2) == pytest.approx(v["aspect_f1"][0], abs=0.011)
+    # every row has one value per column at most, and only the known columns
+    for dataset in ("sentihood", "semeval"):
+        keys = {k for k, _, _ in T.METRICS[dataset]}
+        for row in T.PAPER_TABLES[dataset]:
+            assert set(row.values) <= keys
+
+
+def test_sentihood_table_has_every_row_and_the_right_mean_and_sd():
+    runs = []
+    for model, aux in SPEC.values():
+        for seed, v in zip((1, 2, 3), (0.70, 0.74, 0.81)):
+            runs.append(fake_run("sentihood", model, aux, seed, 0.5, v))
+    # runs outside the main grid must not leak into the table
+    runs.append(fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.1, preset="official"))
+    runs.append(fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.1, overrides={"quasi": False}))
+    runs.append(fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.1, sampler="balanced"))
+    runs.append(fake_run("semeval", "qacg-bert", "NLI-M", 1, 0.5, 0.1))
+    df = T.build_table("sentihood", runs)
+    reported = df[df.source == "reported"]
+    assert list(reported.model) == ROWS_T1[:5]
+    for protocol in ("dev_best", "test_best"):
+        ours = df[(df.source == "ours") & (df.selection == protocol)]
+        assert list(ours.model) == ROWS_T1[5:]
+        assert set(ours.n_seeds) == {3}
+    ours = df[(df.source == "ours") & (df.selection == "dev_best")]
+    # hand-computed: mean(70, 74, 81) = 75, sample sd = sqrt((25 + 1 + 36) / 2) = sqrt(31)
+    for key, _, _ in T.METRICS["sentihood"]:
+        assert ours[key].tolist() == pytest.approx([75.0] * 6)
+        assert ours[f"{key}_sd"].tolist() == pytest.approx([math.sqrt(31)] * 6)
+    test_best = df[(df.source == "ours") & (df.selection == "test_best")]
+    assert test_best["aspect_strict_acc"].tolist() == pytest.approx([90.0] * 6)
+    assert test_best["aspect_strict_acc_sd"].tolist() == pytest.approx([0.0] * 6)
+    row = df[(df.model == "QACG-BERT (auxiliary sentences)") & (df.selection == "dev_best")].iloc[0]
+    assert (row.aspect_strict_acc_paper, row.aspect_strict_acc_paper_sd) == (80.9, 0.3)
+    assert row.backbone == "minilm" and row.seeds == "1 2 3"
+    lr = reported[reported.model == "LR (Saeidi et al. 2016)"].iloc[0]
+    assert math.isnan(lr.aspect_strict_acc_paper) and lr.aspect_macro_f1_paper == 39.3
+    assert math.isnan(lr.aspect_macro_f1)       # we never fill a reported row with our numbers
+
+
+def test_semeval_f1_is_from_mean_p_and_mean_r():
+    def run(seed, p, r):
+        rec = fake_run("semeval", "qacg-bert", "none", seed, 0.5, 0.8)
+        rec["metrics"]["selection"]["dev_best"]["test"].update(aspect_p=p, aspect_r=r, aspect_f1=2 * p * r / (p + r))
+        return rec
+    df = T.build_table("semeval", [run(1, 0.9, 0.5), run(2, 0.7, 0.9)], protocols=("dev_best",))
+    row = df[(df.model == "QACG-BERT") & (df.source == "ours")].iloc[0]
+    assert row.aspect_p == pytest.approx(80.0) and row.aspect_r == pytest.approx(70.0)
+    assert row.aspect_f1 == pytest.approx(2 * 80 * 70 / 150)        # 74.67, not the mean of per-run F1s
+    assert math.isnan(row.aspect_f1_sd)
+    assert row.aspect_p_sd == pytest.approx(100 * math.sqrt(0.02))
+    assert list(df.model) == ROWS_T2
+    assert set(df[df.model.isin(ROWS_T2[2:]) & (df.model != "QACG-BERT")].source) == {"not run"}
+
+
+def test_groups_differing_in_backbone_are_separate_rows_and_single_seed_has_no_sd():
+    runs = [fake_run("sentihood", "cg-bert", "none", 1, 0.5, 0.6, backbone="minilm"),
+            fake_run("sentihood", "cg-bert", "none", 1, 0.5, 0.7, backbone="bert-base-uncased")]
+    df = T.build_table("sentihood", runs, protocols=("dev_best",), models=("cg-bert",))
+    assert list(df.model) == ["CG-BERT", "CG-BERT", "CG-BERT (auxiliary sentences)"]
+    assert sorted(df.backbone.iloc[:2]) == ["bert-base-uncased", "minilm"]
+    assert df.source.tolist() == ["ours", "ours", "not run"]
+    assert df.n_seeds.iloc[:2].tolist() == [1, 1] and df.aspect_auc_sd.iloc[:2].isna().all()
+
+
+def test_markdown_and_files(tmp_path):
+    runs = [fake_run("semeval", "cg-bert", "NLI-M", s, 0.5, 0.9 + s / 100) for s in (1, 2)]
+    df = T.build_table("semeval", runs)
+    md = T.to_markdown(df, "semeval")
+    for name in ROWS_T2:
+        assert md.count(f"| {name} |") == 2            # one line per protocol block
+    for _, title, _ in T.METRICS["semeval"]:
+        assert f" {title} |" in md
+    assert "dev-best" in md and "test-best" in md and "optimistic" in md
+    assert "| CG-BERT (auxiliary sentences) | ours | minilm | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
+    assert "| XRCE (Brun et al. 2014) | reported | – | – | – [83.23] |" in md
+    paths = T.write_table(df, md, tmp_path, "table2_semeval")
+    assert [p.name for p in paths] == ["table2_semeval.csv", "table2_semeval.md"]
+    back = pd.read_csv(paths[0])
+    assert len(back) == len(df) and back.aspect_p_paper.iloc[0] == 83.23
+
+
+def test_ablation_table_means():
+    base = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, v) for s, v in ((1, 0.6), (2, 0.8))]
+    off = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.5, overrides={"quasi": False})]
+    df = T.ablation_table("sentihood", [T.Variant("QACG-BERT", "none", base),
+                                        T.Variant("λ_A = 0", "quasi off", off),
+                                        T.Variant("QACG-BERT", "none", base, protocol="test_best"),
+                                        T.Variant("empty", "nothing", [])])
+    assert df.aspect_strict_acc.tolist()[:3] == pytest.approx([70.0, 50.0, 90.0])
+    assert df.n_seeds.tolist() == [2, 1, 2, 0]
+    assert math.isnan(df.aspect_strict_acc.iloc[3])
+    md = T.ablation_markdown(df, "sentihood", "Ablations")
+    assert "| λ_A = 0 | quasi off | dev_best | 1 | 50.0 |" in md
+
+
+def test_unknown_protocol_is_a_clear_error():
+    from absa_lib.errors import AbsaError
+
+    with pytest.raises(AbsaError, match="protocol='best'"):
+        T.build_table("sentihood", [], protocols=("best",))
+
+
+def test_data_counts_match_the_paper(real_data_dir):
+    from absa_lib import data as D
+    from absa_lib import data_tables as DT
+
+    stats = D.stats(real_data_dir)
+    check = DT.check_against_paper(stats)
+    assert check["match"].all() and len(check) == 10
+    sizes = DT.data_statistics(stats).set_index(["dataset", "split"])
+    assert sizes.loc[("sentihood", "test"), "two-target sentences"] == 388
+    assert pd.isna(sizes.loc[("semeval", "dev"), "two-target sentences"])
+    assert DT.label_table(stats, "sentihood").loc["test", "None"] == "6,300 (83.8%)"
+    md = DT.statistics_markdown(stats)
+    assert "| semeval   | dev     |         305 |" in md and "<NA>" not in md
+
+
+def test_histogram_summary_in_numbers():
+    from absa_lib import data_tables as DT
+    from absa_lib.plots import histogram_counts
+
+    h = histogram_counts(pd.Series([-0.5, 0.3, 0.3, 0.49, 0.9]).to_numpy(), -1.0, 1.0, bins=8)  # bins of 0.25
+    row = DT.histogram_summary({"a_hat": h, "missing": None}).iloc[0]
+    assert (row["component"], row["entries"]) == ("a_hat", 5)
+    assert row["share negative"] == pytest.approx(0.2) and row["share in [0.25, 0.5)"] == pytest.approx(0.6)
+    assert row["mean"] == pytest.approx(1.49 / 5) and (row["min"], row["max"]) == (-0.5, 0.9)
