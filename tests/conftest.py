@@ -11,6 +11,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+import torch  # noqa: E402
+
+# The tests run tiny models, for which thread start-up costs more than it saves on 2 cores.
+torch.set_num_threads(1)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -3,8 +3,8 @@
     absa bench --model qacg-bert bert-pair --preset paper --backbone minilm --batch-size 24 \\
         --dataset sentihood --aux NLI-M --steps 20 --repeats 3
 
-A training step is forward + cross-entropy + backward + AdamW step, as in ``absa train``; inference
-is a forward pass under ``torch.inference_mode``. Batches are drawn at random (seeded) from the
+A training step is forward + cross-entropy + backward + AdamW step (the fused kernel where
+available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at random (seeded) from the
 split, encoded with ``absa_lib.features.encode`` and padded to the longest sequence in the batch
 (dynamic padding, as in training); every model sees the same batches. With several models and
 ``--repeats`` > 1, the models take turns batch by batch, and for each batch the fastest of the
@@ -98,6 +98,17 @@ def _infer(model, batch, device) -> float:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def _adamw(model):
+    """AdamW as in training; the fused kernel (one pass over all tensors, ~5x faster than the
+    for-each one on CPU) where this torch build has it."""
+    import torch
+
+    try:
+        return torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
+
+
 def _summarise(reps: list[list[tuple[float, float]]], n_ex: int, n_tok: int) -> dict:
     """reps[repeat][batch] = (wall, cpu) seconds -> throughput from the fastest repeat of each batch."""
     fastest = [min(per_batch) for per_batch in zip(*reps)]
@@ -128,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(name, backbone=args.backbone, preset=args.preset,
                             num_labels=D.variant_num_labels(args.dataset, args.aux),
                             num_contexts=D.num_contexts(args.dataset)).to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
+        opt = _adamw(model)
         for batch in warm:
             _train_step(model, opt, batch, device)
             _infer(model, batch, device)

@@ -32,7 +32,11 @@ contradicting "small random numbers" and "the gating factors start at values clo
 which holds with σ = 10⁻³ (tanh gate ≈ 0 for CG, λ_A ≈ 1 − 2σ(0) = 0 for QACG). The classifier is
 initialised like every BERT fine-tuning head, N(0, 0.02²), in both presets; all new biases are 0.
 The paper does not describe the context matrix beyond "[E_c, E] W_cᵀ with a residual connection",
-so both presets use the official per-layer W_c on each layer's input with the +E_c residual.
+so both presets use the official per-layer W_c on each layer's input with the +E_c residual, and
+both keep the biases of W_c and U/Z ("linear layers"). With σ = 10⁻³ the context's effect on the
+logits at initialisation is far below float32 resolution for CG (products of three 10⁻³ terms);
+it grows during training (Adam's steps do not shrink with the gradient's scale).
+The plain BERT models use HF's ``sdpa`` attention; CG and QACG use their own eager math.
 Parameter counts with bert-base (3 labels, 8 contexts): BERT-pair 109,484,547; CG (both presets)
 123,758,595; QACG official 137,833,011; QACG paper 124,839,939 (per layer Z: 2·(768·64 + 64),
 λ: 4·64), the paper's "about 124M". The official counts lack the unused pooler ``attention_gate``
@@ -224,7 +228,8 @@ class AbsaModel(nn.Module):
         and num_contexts = 8 for identical shapes): renames ``bert.encoder.context_layer.{l}`` to
         ``bert.encoder.layer.{l}.attention.self.context_layer``, ``bert.context_embeddings`` to
         ``context_embeddings``, TF-style ``gamma/beta`` to ``weight/bias``; drops the unused
-        ``bert.pooler.attention_gate``."""
+        ``bert.pooler.attention_gate``. The official table has 8 context rows; with fewer contexts
+        (SemEval: 5, ids 0-4 as in the official code) the first ``num_contexts`` rows are kept."""
         mapped = {}
         for key, value in state.items():
             key = key.removeprefix("module.")
@@ -237,6 +242,9 @@ class AbsaModel(nn.Module):
             if "LayerNorm." in key:
                 key = key.replace(".gamma", ".weight").replace(".beta", ".bias")
             mapped[key] = value
+        table = mapped.get("context_embeddings.weight")
+        if table is not None and self.uses_context and table.shape[0] > self.config.num_contexts:
+            mapped["context_embeddings.weight"] = table[:self.config.num_contexts]
         self.load_checked(mapped, "official state_dict")
 
 
