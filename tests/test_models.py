@@ -300,6 +300,10 @@ def test_load_official_state_dict(tiny_dir):
     dst = _build("qacg-bert", tiny_dir, "official")
     dst.load_official_state_dict(official)
     assert all(torch.equal(v, dst.state_dict()[k]) for k, v in src.state_dict().items())
+    semeval = build_model("qacg-bert", backbone=str(tiny_dir), num_labels=3, num_contexts=5,
+                          preset="official")
+    semeval.load_official_state_dict(official)        # the official 8-row table: rows 0-4 are SemEval's
+    assert torch.equal(semeval.context_embeddings.weight, official["bert.context_embeddings.weight"][:5])
     del official["bert.encoder.context_layer.0.bias"]
     with pytest.raises(AbsaError, match="context_layer.bias"):
         dst.load_official_state_dict(official)

@@ -4,12 +4,13 @@
         --dataset sentihood --aux NLI-M --steps 20 --repeats 3
 
 A training step is forward + cross-entropy + backward + AdamW step (the fused kernel where
-available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at random (seeded) from the
-split, encoded with ``absa_lib.features.encode`` and padded to the longest sequence in the batch
-(dynamic padding, as in training); every model sees the same batches. With several models and
-``--repeats`` > 1, the models take turns batch by batch, and for each batch the fastest of the
-repeats counts (other processes on a shared machine only ever add time; the JSON also has each
-round's total and their median). On CUDA the forward runs under bf16 autocast.
+available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
+random (seeded) from the split, encoded with ``absa_lib.features.encode`` and padded to the
+longest sequence in the batch (dynamic padding, as in training); every model sees the same
+batches. With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
+each batch the fastest of the repeats counts (other processes on a shared machine only ever add
+time; the JSON also has each round's total and their median). On CUDA the forward runs under
+bf16 autocast. ``--threads 1`` gives steadier numbers when other jobs share the CPU.
 """
 
 from __future__ import annotations
