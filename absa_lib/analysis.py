@@ -41,8 +41,8 @@ def extract_components(model, batch: dict) -> list[dict[str, torch.Tensor]]:
     Returns:
         One dict per layer. QACG: ``a_self``, ``a_quasi``, ``a_hat`` (B, H, T, T) and ``lambda_q``,
         ``lambda_k``, ``lambda_a`` (B, H, T, 1). CG: ``attention`` (B, H, T, T), ``lambda_q``,
-        ``lambda_k`` (B, H, T, 1). Rows and columns of padded positions are included; mask them
-        with ``attention_mask`` before pooling.
+        ``lambda_k`` (B, H, T, 1); with ``quasi=False`` only ``a_self`` and ``a_hat``. Rows and
+        columns of padded positions are included; mask them with ``attention_mask`` before pooling.
     """
     if not getattr(model, "uses_context", False):
         name = getattr(model, "name", type(model).__name__)
@@ -53,7 +53,7 @@ def extract_components(model, batch: dict) -> list[dict[str, torch.Tensor]]:
         out = model(**_inputs(model, batch), output_components=True)
     finally:
         model.train(was_training)
-    return [{k: v.detach() for k, v in layer.items()} for layer in out.components]
+    return [{k: v.detach().contiguous() for k, v in layer.items()} for layer in out.components]
 
 
 def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -> torch.Tensor:
@@ -68,6 +68,8 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
     Returns:
         (B, T) float tensor on the CPU, in [0, 1], 0 at padded positions.
     """
+    if not hasattr(model, "bert"):
+        raise AbsaError(f"gradient sensitivity needs one AbsaModel (with .bert), not {type(model).__name__}")
     inputs = _inputs(model, batch)
     captured = {}
 
