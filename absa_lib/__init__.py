@@ -1,11 +1,29 @@
 """absa_lib: a reproducible companion to Wu & Ong (AAAI-21), "Context-Guided BERT for Targeted
 Aspect-Based Sentiment Analysis" (CG-BERT and QACG-BERT).
 
-The public API is re-exported here as the modules land (datasets, metrics, models, training).
+The public API::
+
+    from absa_lib import TrainConfig, train, load_run, predict, evaluate, build_model, load_examples
+    run = train(TrainConfig(dataset="sentihood", model="qacg-bert", backbone="minilm", epochs=3))
+    run.selected("dev_best")["test"]                       # test metrics at the dev-best epoch
+    predict(run, "LOCATION1 is lovely but pricey")         # label + probabilities per target × aspect
+    evaluate("sentihood", "test", "my_predictions.csv")    # the paper's metrics of a prediction file
+
+(``absa_lib.train`` and ``absa_lib.predict`` name these functions; import from their modules with
+``from absa_lib.train import ...``.)
 """
 
 __version__ = "0.1.0"
 
 from absa_lib.errors import AbsaError  # noqa: E402
+from absa_lib.commands.evaluate import evaluate_file as evaluate  # noqa: E402
+from absa_lib.data import build_inputs, load_examples  # noqa: E402
+from absa_lib.metrics import compute_metrics  # noqa: E402
+from absa_lib.models import build_model, load_tokenizer  # noqa: E402
+from absa_lib.runs import Run, find_runs, load_run  # noqa: E402
+from absa_lib.train import TrainConfig  # noqa: E402
+from absa_lib.train import train  # noqa: E402  (rebinds the name from the module to the function)
+from absa_lib.predict import predict  # noqa: E402
 
-__all__ = ["AbsaError", "__version__"]
+__all__ = ["AbsaError", "TrainConfig", "Run", "__version__", "build_inputs", "build_model", "compute_metrics",
+           "evaluate", "find_runs", "load_examples", "load_run", "load_tokenizer", "predict", "train"]

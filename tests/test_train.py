@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from absa_lib import train as T
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
 from absa_lib.runs import load_run
+
+T = importlib.import_module("absa_lib.train")  # the module (absa_lib.train is the function)
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -187,3 +189,13 @@ def test_bert_single_keeps_one_classifier_per_context(tmp_path):
         model.models[0].classifier.bias.add_(1.0)
     after = model(**batch).logits
     assert not torch.allclose(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+def test_public_api_is_importable_from_the_package():
+    import absa_lib
+
+    for name in absa_lib.__all__:
+        assert getattr(absa_lib, name) is not None, name
+    assert absa_lib.train is T.train and absa_lib.TrainConfig is T.TrainConfig
+    with pytest.raises(AttributeError):
+        absa_lib.fit  # noqa: B018
