@@ -50,13 +50,17 @@ def encode(inputs: list[TextInput], tokenizer: PreTrainedTokenizerBase, max_leng
         raise ValueError("encode() needs all inputs with an auxiliary sentence or all without")
     text_a = [inp.text_a for inp in inputs]
     text_b = [inp.text_b for inp in inputs] if pairs[0] else None
-    full = tokenizer(text_a, text_b, add_special_tokens=True, truncation=False)["input_ids"]
     enc = tokenizer(text_a, text_b, add_special_tokens=True, truncation="longest_first",
                     max_length=max_length, return_token_type_ids=True)
-    return [
-        Encoded(ids, types, inp.context_id, inp.label, truncated=len(ids) < len(untruncated))
-        for inp, ids, types, untruncated in zip(inputs, enc["input_ids"], enc["token_type_ids"], full)
-    ]
+    out = [Encoded(ids, types, inp.context_id, inp.label)
+           for inp, ids, types in zip(inputs, enc["input_ids"], enc["token_type_ids"])]
+    full = [i for i, e in enumerate(out) if len(e.input_ids) == max_length]   # only these can be cut
+    if full:
+        lengths = tokenizer([text_a[i] for i in full], [text_b[i] for i in full] if text_b else None,
+                            add_special_tokens=True, truncation=False)["input_ids"]
+        for i, ids in zip(full, lengths):
+            out[i].truncated = len(ids) > max_length
+    return out
 
 
 def collate(batch: list[Encoded], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
