@@ -39,3 +39,19 @@ def real_data_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    """A 'pretrained' tiny BERT folder, as save_pretrained writes it, plus its vocab."""
+    import shutil
+
+    from transformers import BertModel
+
+    from absa_lib.models.backbones import TINY_VOCAB, backbone_config
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny_bert")
+    BertModel(backbone_config("tiny")).save_pretrained(path)
+    shutil.copy(TINY_VOCAB, path / "vocab.txt")
+    return path

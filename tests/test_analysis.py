@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 import torch
-from transformers import BertModel
 
 from absa_lib.analysis import extract_components, gradient_sensitivity
 from absa_lib.errors import AbsaError
 from absa_lib.models import build_model, load_tokenizer
-from absa_lib.models.backbones import TINY_VOCAB, backbone_config
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_bert")
-    BertModel(backbone_config("tiny")).save_pretrained(path)
-    shutil.copy(TINY_VOCAB, path / "vocab.txt")
-    return path
 
 
 def _model(name, tiny_dir, **kw):

@@ -9,7 +9,6 @@ import sys
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import BertModel
 
 from absa_lib.errors import AbsaError
 from absa_lib.models import (
@@ -22,17 +21,8 @@ from absa_lib.models import (
     preset_fields,
 )
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention
-from absa_lib.models.backbones import TINY_VOCAB, backbone_config
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    """A 'pretrained' tiny BERT folder, as save_pretrained writes it, plus its vocab."""
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_bert")
-    BertModel(backbone_config("tiny")).save_pretrained(path)
-    shutil.copy(TINY_VOCAB, path / "vocab.txt")
-    return path
 
 
 def _batch(tokenizer, context_ids=(1, 6)):

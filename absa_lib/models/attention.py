@@ -83,6 +83,10 @@ class _ContextSelfAttention(BertSelfAttention):
         """(B, T, H·d_h) -> (B, H, T, d_h)."""
         return x.view(*x.shape[:-1], -1, self.attention_head_size).transpose(1, 2)
 
+    def qkv(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """BERT's pretrained projections, split into heads: (B, T, d) -> 3 × (B, H, T, d_h)."""
+        return tuple(self.heads(proj(hidden_states)) for proj in (self.query, self.key, self.value))
+
     def scores(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """q kᵀ / √d_h + M: (B, H, T, d_h) x2 -> (B, H, T, T)."""
         s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.attention_head_size)
@@ -114,9 +118,7 @@ class CGBertSelfAttention(_ContextSelfAttention):
                 past_key_values=None, context: torch.Tensor | None = None,
                 components: list | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
         # B batch, H heads, T tokens, d_h head dim
-        q = self.heads(self.query(hidden_states))                          # (B, H, T, d_h)
-        k = self.heads(self.key(hidden_states))
-        v = self.heads(self.value(hidden_states))
+        q, k, v = self.qkv(hidden_states)                                  # (B, H, T, d_h) each
         c = self.heads(self.context_matrix(hidden_states, context))        # C^h: (B, H, T, d_h)
         c_q, c_k = self.context_for_q(c), self.context_for_k(c)            # C^h U_Q + u_Q
         lam_q = self.gate(self.lambda_q_context_layer(c_q) + self.lambda_q_query_layer(q))  # (B, H, T, 1)
@@ -170,9 +172,7 @@ class QACGBertSelfAttention(_ContextSelfAttention):
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 past_key_values=None, context: torch.Tensor | None = None,
                 components: list | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
-        q = self.heads(self.query(hidden_states))                          # (B, H, T, d_h)
-        k = self.heads(self.key(hidden_states))
-        v = self.heads(self.value(hidden_states))
+        q, k, v = self.qkv(hidden_states)                                  # (B, H, T, d_h) each
         a_self = torch.softmax(self.scores(q, k, attention_mask), dim=-1)   # (B, H, T, T)
         if not self.quasi:
             if components is not None:
