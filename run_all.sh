@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Run every notebook in order with papermill under one profile (params/<profile>.yaml).
 #
-#   bash run_all.sh            # the best profile this machine supports (says which)
+#   bash run_all.sh            # gpu with CUDA; else render when results/reference/ has runs; else cpu
 #   bash run_all.sh smoke      # tiny model, a few minutes: checks that everything runs
-#   bash run_all.sh cpu        # MiniLM on real-data subsets: a laptop, well under an hour
+#   bash run_all.sh cpu        # MiniLM, full training data, short budget (see params/cpu.yaml)
 #   bash run_all.sh gpu        # MiniLM, full data, paper hyper-parameters, 3 seeds (CUDA)
 #   bash run_all.sh paper      # bert-base-uncased, full data, 5 seeds (CUDA + the hub or a local copy)
 #   bash run_all.sh render     # no training: rebuild tables and figures from results/reference/
+#   bash run_all.sh cpu -p seeds '[42, 43]'    # change notebook parameters (names are checked)
 #
-# Executed notebooks and their logs go to executed/<profile>/ (git-ignored). The script stops at
-# the first failing notebook and names it and its log. Extra arguments go to every papermill call
-# (e.g. `-p force_retrain True`).
+# A training profile first trains its whole grid of runs with the grid runner (`absa grid`: a
+# queue on the CPU, several runs at once per GPU; finished runs are skipped, interrupted ones
+# resume); the notebooks then find them in the run cache. Executed notebooks and their logs go to
+# executed/<profile>/ (git-ignored). The script stops at the first failure and names it and its log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
@@ -18,8 +20,8 @@ PROFILES="smoke cpu gpu paper render"
 PROFILE=""
 if [ $# -ge 1 ] && [[ "$1" != -* ]]; then
   PROFILE="$1"; shift
-  if [ ! -f "$ROOT/params/$PROFILE.yaml" ]; then       # before any setup: a typo fails at once
-    echo "[run_all] error: unknown profile '$PROFILE' (no params/$PROFILE.yaml); expected one of: $PROFILES" >&2
+  if [[ " $PROFILES " != *" $PROFILE "* ]]; then       # before any setup: a typo fails at once
+    echo "[run_all] error: unknown profile '$PROFILE'; expected one of: $PROFILES (params/<profile>.yaml)" >&2
     exit 2
   fi
 fi
@@ -29,8 +31,15 @@ source "$ROOT/scripts/ensure_venv.sh" test      # sets $PY and puts the venv fir
 if [ -z "$PROFILE" ]; then
   if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     PROFILE=gpu; why="a CUDA GPU is available"
+  elif [ -n "$(find "$ROOT/results/reference/runs" -name metrics.json -print -quit 2>/dev/null)" ]; then
+    PROFILE=render; why="no CUDA GPU was found, and results/reference/ holds trained runs"
+    "$PY" -c "
+from absa_lib.runner import recorded_cost
+c = recorded_cost('$ROOT/results/reference/runs')
+print(f'[run_all] the reference: {c[\"runs\"]} runs, {c[\"hours\"]:.1f} h of training and evaluation on '
+      + '; '.join(c['devices']) + '. To retrain them here: bash run_all.sh cpu (or gpu with CUDA)')" >&2
   else
-    PROFILE=cpu; why="no CUDA GPU was found"
+    PROFILE=cpu; why="no CUDA GPU was found and results/reference/ has no runs"
   fi
   echo "[run_all] no profile given: using '$PROFILE' ($why). Others: $PROFILES" >&2
   if [ "$PROFILE" = gpu ] && "$PY" -c "
@@ -40,13 +49,15 @@ sys.exit(0 if isinstance(try_to_load_from_cache('bert-base-uncased', 'config.jso
     echo "[run_all] bert-base-uncased is in the local cache: 'bash run_all.sh paper' runs the paper's backbone" >&2
   fi
 fi
-PARAMS="$ROOT/params/$PROFILE.yaml"
+OUT="$ROOT/executed/$PROFILE"            # absolute: papermill opens --stdout-file after --cwd
+mkdir -p "$OUT"
+# the profile with the command line's `-p NAME VALUE` changes (names checked before anything runs)
+PARAMS="$OUT/params.yaml"
+"$PY" -m absa_lib.profiles "$ROOT/params/$PROFILE.yaml" "$PARAMS" "$@" || exit 2
 
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0 TOKENIZERS_PARALLELISM=false
 if [ "$PROFILE" != paper ]; then export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1; fi
 
-OUT="$ROOT/executed/$PROFILE"            # absolute: papermill opens --stdout-file after --cwd
-mkdir -p "$OUT"
 # where this profile writes (relative paths are from the repository root)
 read -r RESULTS FIGURES < <("$PY" -c "
 import yaml, sys
@@ -54,15 +65,22 @@ p = yaml.safe_load(open(sys.argv[1]))
 print(p['results_dir'], p['figures_dir'])" "$PARAMS")
 
 start=$(date +%s)
+if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
+  echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (log: $OUT/grid.log)" >&2
+  if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" 2>&1 | tee "$OUT/grid.log" >&2; then
+    echo "[run_all] FAILED: the grid of runs (profile $PROFILE); see $OUT/grid.log and the run logs it names" >&2
+    exit 1
+  fi
+fi
 for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do
   name="$(basename "$nb" .ipynb)"
   log="$OUT/$name.log"
   echo "[run_all] $(date +%H:%M:%S) $name ($PROFILE)" >&2
   t0=$(date +%s)
   if ! papermill "$nb" "$OUT/$name.ipynb" -k python3 --cwd "$ROOT/notebooks" \
-        -f "$PARAMS" -p profile "$PROFILE" \
+        -f "$PARAMS" \
         --log-output --no-progress-bar --start-timeout 120 \
-        --stdout-file "$log" --stderr-file "$log.err" "$@"; then
+        --stdout-file "$log" --stderr-file "$log.err"; then
     echo "[run_all] FAILED: notebook notebooks/$name.ipynb (profile $PROFILE)" >&2
     echo "[run_all]   executed copy with the error: $OUT/$name.ipynb" >&2
     echo "[run_all]   its output: $log and $log.err" >&2

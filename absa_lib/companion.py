@@ -41,7 +41,8 @@ from absa_lib.runs import atomic_write_bytes, atomic_write_json
 PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
 # Every notebook's parameters cell has exactly these names; every params/<profile>.yaml sets them all.
 PARAMETER_NAMES = ("profile", "backbone", "datasets", "seeds", "ablation_seeds", "epochs", "batch_size", "lr",
-                   "max_length", "max_train_examples", "max_eval_examples", "eval_batch_size", "ablation_dataset",
+                   "max_length", "max_train_examples", "max_eval_examples", "eval_batch_size", "train_options",
+                   "ablation_dataset",
                    "n_hist_examples", "allow_training", "force_retrain", "num_threads", "data_dir", "runs_dir",
                    "results_dir", "figures_dir", "reference_dir")
 TRAIN_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "max_eval_examples",
@@ -94,8 +95,17 @@ def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]
 
 
 def train_base(params: dict) -> dict:
-    """The TrainConfig fields that come from the notebook parameters (the rest varies per spec/seed)."""
-    return {k: params[k] for k in TRAIN_FIELDS}
+    """The TrainConfig fields that come from the notebook parameters (the rest varies per spec/seed):
+    the budget parameters, then ``train_options`` (any other field: precision, batching, schedule)."""
+    from absa_lib.train import TrainConfig
+
+    options = dict(params.get("train_options") or {})
+    grid_fields = {"dataset", "model", "aux", "preset", "sampler", "seed", "model_overrides", *TRAIN_FIELDS}
+    unknown = sorted(set(options) - set(TrainConfig.__dataclass_fields__) | set(options) & grid_fields)
+    if unknown:
+        raise AbsaError(f"train_options: {unknown[0]!r} is not a TrainConfig field set there (the grid sets "
+                        "dataset, model, aux, preset, sampler, seed and overrides; budgets have their own parameters)")
+    return {**{k: params[k] for k in TRAIN_FIELDS}, **options}
 
 
 def resolve_dir(path: str | Path, create: bool = True) -> Path:

@@ -10,6 +10,7 @@ sequence in the batch directly (``collate``) gives the same tensors with less wo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,3 +87,45 @@ def collate(batch: list[Encoded], pad_token_id: int = 0) -> dict[str, torch.Tens
         "context_ids": torch.tensor([e.context_id for e in batch], dtype=torch.long),
         "labels": torch.tensor([e.label for e in batch], dtype=torch.long),
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# batching: which inputs go together. Padding is to the longest input of a batch, so batches of
+# inputs of similar length waste less compute (random batches of 24 SentiHood inputs are ~48% padding).
+
+GROUP_CHUNK = 50      # batches per length-sorted chunk (Hugging Face's "mega-batch" of the same idea)
+
+
+def length_grouped(order: list[int], lengths: list[int], batch_size: int, generator: torch.Generator,
+                   chunk_batches: int = GROUP_CHUNK) -> list[list[int]]:
+    """Group a shuffled ``order`` into batches of similar length, in random batch order.
+
+    Cut ``order`` into chunks of ``chunk_batches · batch_size`` inputs, sort each chunk by length
+    (longest first), cut it into batches, then shuffle the batches with ``generator``. Which inputs
+    meet in a batch stays random across epochs (the chunks follow ``order``); only the padding goes.
+    """
+    size = batch_size * chunk_batches
+    batches = []
+    for start in range(0, len(order), size):
+        chunk = sorted(order[start:start + size], key=lambda i: -lengths[i])
+        batches += [chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def sequential(order: list[int], batch_size: int) -> list[list[int]]:
+    """``order`` cut into consecutive batches."""
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+
+
+def by_length(encoded: list[Encoded], batch_size: int) -> list[list[int]]:
+    """Batches for inference: inputs sorted by length, so each batch carries almost no padding.
+    Callers put the outputs back in input order (the result does not depend on the order)."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+    return sequential(order, batch_size)
+
+
+def batches(encoded: list[Encoded], index_batches: list[list[int]], pad_token_id: int = 0
+            ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Yield ``(indices, collated batch)`` for each list of indices."""
+    for idx in index_batches:
+        yield idx, collate([encoded[i] for i in idx], pad_token_id)

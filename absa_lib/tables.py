@@ -37,6 +37,7 @@ PROTOCOL_LABELS = {
     "last": "last epoch",
 }
 REPORTED = "reported"   # source of a row that shows the paper's numbers only
+TRIVIAL = "trivial"     # source of a row computed from the test labels alone (the floor of every metric)
 
 # (metric key in the run records, column title, decimals the paper prints)
 METRICS = {
@@ -109,7 +110,8 @@ PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
 # What makes a run part of the main grid (the tables): the paper preset, uniform sampling, no overrides.
 MAIN_GRID = {"preset": "paper", "sampler": "uniform", "model_overrides": {}}
 # Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
-GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples",
+GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
+                "head_lr_mult", "precision", "group_by_length",
                 "max_eval_examples")
 
 
@@ -162,8 +164,45 @@ def _group_key(config: dict) -> tuple:
     return tuple(str(config.get(k)) for k in GROUP_FIELDS)
 
 
+def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
+    """Metrics of the two trivial predictors on the test set, the floor beside every table:
+
+    - all-None: every (target,) aspect predicted absent;
+    - majority polarity: every aspect predicted present with the polarity most frequent in training.
+
+    Returns ``{row name: metrics}`` (fractions, as :func:`absa_lib.metrics.compute_metrics`)."""
+    import numpy as np
+
+    from absa_lib import data as D
+    from absa_lib.metrics import compute_metrics
+
+    labels = D.LABELS[dataset]
+    none = labels.index(D.NONE_LABEL[dataset])
+    train = [e.label_id for e in D.load_examples(dataset, "train", data_dir=data_dir)]
+    gold = np.array([e.label_id for e in D.load_examples(dataset, "test", data_dir=data_dir)])
+    majority = int(np.argmax(np.bincount([y for y in train if y != none], minlength=len(labels))))
+    out = {}
+    for name, label in ((f"All-{labels[none]} (trivial)", none),
+                        (f"Majority polarity: {labels[majority]} (trivial)", majority)):
+        probs = np.zeros((len(gold), len(labels)))
+        probs[:, label] = 1.0
+        out[name] = compute_metrics(dataset, gold, probs)
+    return out
+
+
+def _budget(config: dict) -> str:
+    """The training budget of a run, as a table footnote shows it."""
+    n = config.get("max_train_examples")
+    parts = [f"{config.get('epochs')} epoch(s)", f"train examples: {'all' if n is None else f'{int(n):,}'}",
+             f"lr {config.get('lr')}", f"schedule {config.get('schedule', 'linear')}",
+             f"head lr x{config.get('head_lr_mult', 1.0)}", f"max length {config.get('max_length')}",
+             f"batch {config.get('batch_size')}", config.get("precision", "fp32"),
+             "length-grouped batches" if config.get("group_by_length") else "random batches"]
+    return ", ".join(parts)
+
+
 def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,
-                models: tuple[str, ...] | None = None) -> pd.DataFrame:
+                models: tuple[str, ...] | None = None, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
     """Every paper row of ``dataset`` with our mean ± sd beside the paper's value.
 
     Args:
@@ -172,6 +211,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             outside the main grid (other presets, samplers, overrides, datasets) are ignored.
         protocols: selection protocols to report, one block of rows each.
         models: keep only the rows these models reproduce (default: the whole table).
+        trivial: :func:`trivial_baselines` of the dataset, added as rows with ``source == "trivial"``.
 
     Returns:
         One row per (paper row, protocol, group of runs that differ only in seed); a paper row
@@ -214,9 +254,18 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
                 records.append({**base, "source": "ours", "selection": protocol, "backbone": cfg.get("backbone"),
                                 "n_seeds": len(group), "seeds": " ".join(str(_config(r).get("seed")) for r in group),
                                 "epochs": cfg.get("epochs"), "max_train_examples": cfg.get("max_train_examples"),
-                                "run_ids": " ".join(_run_id(r) for r in group), **ours, **paper})
+                                "budget": _budget(cfg), "run_ids": " ".join(_run_id(r) for r in group),
+                                **ours, **paper})
+    for name, metrics in (trivial or {}).items():
+        values = {}
+        for key, _, _ in METRICS[dataset]:
+            value = metrics.get(key, math.nan)
+            values[key], values[f"{key}_sd"] = 100.0 * value, math.nan
+        records.append({"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
+                        "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "",
+                        **values})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
-            "run_ids", "note"]
+            "budget", "run_ids", "note"]
     for key, _, _ in METRICS[dataset]:
         cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
     df = pd.DataFrame.from_records(records)
@@ -238,26 +287,25 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
     """Human-readable Markdown: one block per selection protocol, cells ``ours (paper)``."""
     lines = [f"# {TITLES[dataset]}", "",
              "Cells: **ours** mean ± sd over seeds (paper's value in brackets), in %. "
-             "`reported` rows show the paper's numbers only; `not run` rows have no run yet. "
+             "`reported` rows show the paper's numbers only; `not run` rows have no run yet; `trivial` rows are "
+             "constant predictors scored on the same test set (the floor of each metric). "
              + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
                 if dataset == "semeval" else ""), ""]
     metrics = METRICS[dataset]
     for protocol in protocols:
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
-        block = df[(df["selection"] == protocol) | (df["source"] == REPORTED)]
+        block = df[(df["selection"] == protocol) | df["source"].isin((REPORTED, TRIVIAL))]
         header = ["Model", "Source", "Backbone", "Seeds"] + [title for _, title, _ in metrics]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for rec in block.to_dict("records"):
             cells = [rec["model"], rec["source"], rec["backbone"] or "–", str(rec["n_seeds"] or "–")]
             for key, _, dec in metrics:
-                ours = _fmt(rec[key], rec[f"{key}_sd"], dec) if rec["source"] == "ours" else "–"
+                ours = _fmt(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in ("ours", TRIVIAL) else "–"
                 cells.append(f"{ours} [{_fmt(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
             lines.append("| " + " | ".join(cells) + " |")
-        budgets = {(r["backbone"], r["epochs"], r["max_train_examples"]) for r in block.to_dict("records")
-                   if r["source"] == "ours"}
-        for backbone, epochs, k in sorted(budgets, key=str):
-            n = "all" if pd.isna(k) else f"{int(k):,}"
-            lines.append(f"\n_{backbone}: {int(epochs)} epoch(s), train examples: {n}._")
+        budgets = {(r["backbone"], r["budget"]) for r in block.to_dict("records") if r["source"] == "ours"}
+        for backbone, budget in sorted(budgets, key=str):
+            lines.append(f"\n_{backbone}: {budget}._")
         notes = {r["note"] for r in block.to_dict("records") if r["note"]}
         lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
     return "\n".join(lines)

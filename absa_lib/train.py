@@ -27,12 +27,20 @@ import torch
 
 from absa_lib import data as D
 from absa_lib.checkpoint import load_trainer_state, save_checkpoint
+from absa_lib.device import PRECISIONS, autocast, default_device, resolve_precision
 from absa_lib.errors import AbsaError
-from absa_lib.features import Encoded, collate, encode
+from absa_lib.features import Encoded, batches, by_length, encode, length_grouped, sequential
 from absa_lib.runs import (Run, atomic_write_json, collect_env, config_hash, load_run, read_json,
                            save_training_curve)
 
 SAMPLERS = ("uniform", "balanced")
+SCHEDULES = ("linear", "constant")
+# Fields added after the first runs were recorded. At these values they reproduce the earlier
+# behaviour, so they are left out of the run identity and earlier runs keep their ids.
+NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0}
+# Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
+# for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
+HEAD_PREFIXES = ("classifier", "bert.pooler", "context_embeddings")
 
 
 @dataclass(frozen=True)
@@ -49,12 +57,16 @@ class TrainConfig:
     batch_size: int = 24
     lr: float = 2e-5
     warmup: float = 0.1             # fraction of steps with linear warm-up
+    schedule: str = "linear"        # after warm-up: linear decay to 0 (paper) | constant
+    head_lr_mult: float = 1.0       # lr multiplier for the classifier, pooler and context layers
     weight_decay: float = 0.01
     adam_eps: float = 1e-6          # the official BERTAdam's epsilon
     max_grad_norm: float = 1.0      # global norm (the official code clips per tensor)
     max_length: int = 128
     sampler: str = "uniform"        # uniform shuffling | balanced: the official WeightedRandomSampler
     eval_batch_size: int = 64
+    precision: str = "auto"         # auto | fp32 | bf16 (autocast); runs record the resolved value
+    group_by_length: bool = False   # batches of similar length (less padding, same examples per epoch)
     max_train_examples: int | None = None   # a seeded (seed 0) subset, the same for every run seed
     max_eval_examples: int | None = None    # the first examples (whole groups) of dev and test
     model_overrides: dict = field(default_factory=dict)
@@ -64,15 +76,20 @@ class TrainConfig:
 
         checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
                   ("preset", self.preset, PRESETS), ("aux", self.aux, D.INPUT_VARIANTS),
-                  ("sampler", self.sampler, SAMPLERS)]
+                  ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
+                  ("precision", self.precision, PRECISIONS)]
         for name, value, allowed in checks:
             if value not in allowed:
                 raise AbsaError(f"{name}={value!r} is not one of {', '.join(allowed)}")
         for name in ("epochs", "batch_size", "max_length", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise AbsaError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        if not self.lr > 0:
-            raise AbsaError(f"lr must be positive, got {self.lr}")
+        for name in ("lr", "head_lr_mult"):
+            if not (isinstance(getattr(self, name), (int, float)) and math.isfinite(getattr(self, name))
+                    and getattr(self, name) > 0):
+                raise AbsaError(f"{name} must be a finite positive number, got {getattr(self, name)}")
+        if not 0 <= self.warmup < 1:
+            raise AbsaError(f"warmup must be a fraction in [0, 1), got {self.warmup}")
         if self.model == "bert-single" and self.aux not in ("none", "single"):
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
         if self.model == "bert-pair" and self.aux in ("none", "single"):
@@ -100,14 +117,23 @@ def _subset_eval(examples: list, dataset: str, k: int | None) -> list:
     return examples[: max(1, k // g) * g]          # whole groups: the metrics need them
 
 
+_ENCODED: dict[tuple, tuple[list, list[Encoded]]] = {}     # one tokenization per split per process
+
+
 def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> tuple[list, list[Encoded]]:
-    """Examples of a split (subset as configured) and their encoded inputs."""
-    examples = D.load_examples(config.dataset, split, data_dir=data_dir)
-    if split == "train":
-        examples = _subset_train(examples, config.max_train_examples)
-    else:
-        examples = _subset_eval(examples, config.dataset, config.max_eval_examples)
-    return examples, encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)
+    """Examples of a split (subset as configured) and their encoded inputs, tokenized once per
+    process (a notebook or grid that trains many runs on the same split reuses them)."""
+    subset = config.max_train_examples if split == "train" else config.max_eval_examples
+    key = (config.dataset, split, config.aux, subset, config.max_length, tokenizer.name_or_path,
+           len(tokenizer), str(data_dir))           # data files are verified against pinned checksums
+    if key not in _ENCODED:
+        examples = D.load_examples(config.dataset, split, data_dir=data_dir)
+        if split == "train":
+            examples = _subset_train(examples, config.max_train_examples)
+        else:
+            examples = _subset_eval(examples, config.dataset, config.max_eval_examples)
+        _ENCODED[key] = examples, encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)
+    return _ENCODED[key]
 
 
 def class_probabilities(config: TrainConfig, probs: np.ndarray) -> np.ndarray:
@@ -121,54 +147,72 @@ def class_probabilities(config: TrainConfig, probs: np.ndarray) -> np.ndarray:
 # the loop
 
 
-def _device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _batches(encoded: list[Encoded], batch_size: int, order: list[int], pad_id: int):
-    for start in range(0, len(order), batch_size):
-        yield collate([encoded[i] for i in order[start:start + batch_size]], pad_id)
-
-
-def _epoch_order(config: TrainConfig, encoded: list[Encoded], epoch: int) -> list[int]:
-    """Seeded per (seed, epoch), so a resumed run draws exactly the batches an uninterrupted one would."""
+def epoch_batches(config: TrainConfig, encoded: list[Encoded], epoch: int) -> list[list[int]]:
+    """The epoch's batches (lists of input indices), seeded per (seed, epoch) so that a resumed run
+    draws exactly the batches an uninterrupted one would."""
     g = torch.Generator().manual_seed(config.seed * 1000 + epoch)
     if config.sampler == "uniform":
-        return torch.randperm(len(encoded), generator=g).tolist()
-    labels = torch.tensor([e.label for e in encoded])
-    counts = torch.bincount(labels).float()
-    weights = (len(labels) / counts)[labels]       # official: N / count(label), with replacement
-    return torch.multinomial(weights, len(labels), replacement=True, generator=g).tolist()
+        order = torch.randperm(len(encoded), generator=g).tolist()
+    else:
+        labels = torch.tensor([e.label for e in encoded])
+        counts = torch.bincount(labels).float()
+        weights = (len(labels) / counts)[labels]       # official: N / count(label), with replacement
+        order = torch.multinomial(weights, len(labels), replacement=True, generator=g).tolist()
+    if config.group_by_length:
+        return length_grouped(order, [len(e.input_ids) for e in encoded], config.batch_size, g)
+    return sequential(order, config.batch_size)
 
 
 @torch.inference_mode()
-def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: int = 0) -> np.ndarray:
-    """Softmax probabilities (N, C) in input order."""
+def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: int = 0,
+                  precision: str = "fp32") -> np.ndarray:
+    """Softmax probabilities (N, C) in input order (computed in length-sorted batches)."""
     model.eval()
     device = next(model.parameters()).device
-    out = []
-    for batch in _batches(encoded, batch_size, list(range(len(encoded))), pad_id):
+    precision = resolve_precision(precision, device)
+    out = [None] * len(encoded)
+    for idx, batch in batches(encoded, by_length(encoded, batch_size), pad_id):
         batch = {k: v.to(device) for k, v in batch.items() if k != "labels"}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with autocast(device, precision):
             logits = model(**batch).logits
-        out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-    return np.concatenate(out)
+        for i, row in zip(idx, torch.softmax(logits.float(), dim=-1).cpu().numpy()):
+            out[i] = row
+    return np.stack(out)
 
 
 def _optimizer(model, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    decay, no_decay = [], []
+    """AdamW; weight decay except on biases and LayerNorm; the head's rate × ``head_lr_mult``."""
+    groups = {}
     for name, p in model.named_parameters():
         if p.requires_grad:
-            (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
-    groups = [{"params": decay, "weight_decay": config.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, eps=config.adam_eps, fused=device.type == "cuda")
+            decay = not (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name)
+            mult = config.head_lr_mult if _is_head(name) else 1.0
+            group = groups.setdefault((decay, mult), {"params": [], "lr_mult": mult,
+                                                     "weight_decay": config.weight_decay if decay else 0.0})
+            group["params"].append(p)
+    try:      # the fused kernel: one pass over all tensors (~5x faster than for-each on a CPU)
+        return torch.optim.AdamW(list(groups.values()), lr=config.lr, eps=config.adam_eps, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(list(groups.values()), lr=config.lr, eps=config.adam_eps)
 
 
-def lr_factor(step: int, total: int, warmup: float) -> float:
-    """Linear warm-up to 1 over ``warmup·total`` steps, then linear decay to 0 at ``total``."""
+def _is_head(name: str) -> bool:
+    """The classifier, pooler and context layers (bert-single: of each of its ``models.<k>.``)."""
+    from absa_lib.models.attention import NEW_MODULES
+
+    if name.startswith("models."):
+        name = name.split(".", 2)[-1]
+    leaf = name.split(".attention.self.")[-1].split(".")[0]
+    return name.startswith(HEAD_PREFIXES) or (".attention.self." in name and leaf in NEW_MODULES)
+
+
+def lr_factor(step: int, total: int, warmup: float, schedule: str = "linear") -> float:
+    """Linear warm-up to 1 over ``warmup·total`` steps, then linear decay to 0 at ``total``
+    (``linear``, the paper's) or 1 until the end (``constant``)."""
     w = max(1, int(round(warmup * total)))
-    return (step + 1) / w if step < w else max(0.0, (total - step) / max(1, total - w))
+    if step < w:
+        return (step + 1) / w
+    return 1.0 if schedule == "constant" else max(0.0, (total - step) / max(1, total - w))
 
 
 class _Progress:
@@ -195,12 +239,44 @@ class _Progress:
 
 
 def run_identity(config: TrainConfig) -> dict:
-    """What the run id hashes: the config, the data files' checksums and the library version."""
+    """What the run id hashes: the config (precision resolved; fields at their neutral default left
+    out), the data files' checksums, the backbone's fingerprint and the library version."""
     from absa_lib import __version__
     from absa_lib.download import dataset_checksums
+    from absa_lib.models.backbones import backbone_fingerprint
 
-    return {"config": config.to_dict(), "data_sha256": dataset_checksums(config.dataset),
-            "absa_lib_version": __version__}
+    config = resolved(config)
+    fields = {k: v for k, v in config.to_dict().items()
+              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+    return {"config": fields, "data_sha256": dataset_checksums(config.dataset),
+            "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+
+
+def resolved(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
+    a local backbone folder as an absolute path (a run does not depend on the working directory)."""
+    from absa_lib.models.backbones import BACKBONES
+
+    backbone = config.backbone if config.backbone in BACKBONES else str(Path(config.backbone).expanduser().resolve())
+    return dataclasses.replace(config, backbone=backbone,
+                               precision=resolve_precision(config.precision, default_device()))
+
+
+def run_path(config: TrainConfig, runs_dir=None) -> Path:
+    """The folder of the run ``config`` describes: ``<runs_dir>/<dataset>/<model>/<run_id>``."""
+    from absa_lib.paths import default_runs_dir
+
+    run_id = config_hash(run_identity(config))
+    return Path(runs_dir or default_runs_dir()) / config.dataset / config.model / run_id
+
+
+def is_finished(config: TrainConfig, runs_dir=None) -> bool:
+    """Whether a finished run with this configuration is in ``runs_dir`` (a cache hit)."""
+    metrics = run_path(config, runs_dir) / "metrics.json"
+    try:
+        return metrics.is_file() and bool(read_json(metrics).get("complete"))
+    except AbsaError:
+        return False
 
 
 def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False,
@@ -211,12 +287,12 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     """
     from absa_lib.models import build_model, load_tokenizer
     from absa_lib.models.per_context import build_per_context
-    from absa_lib.paths import default_runs_dir
     from absa_lib.predictions import write_predictions
 
+    config = resolved(config)
     identity = run_identity(config)
     run_id = config_hash(identity)
-    path = Path(runs_dir or default_runs_dir()) / config.dataset / config.model / run_id
+    path = run_path(config, runs_dir)
     if (path / "metrics.json").is_file() and not force:
         metrics = read_json(path / "metrics.json")
         if metrics.get("complete"):
@@ -227,7 +303,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
 
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
-    device = _device()
+    device = default_device()
     tokenizer = load_tokenizer(config.backbone)
     pad_id = tokenizer.pad_token_id or 0
     train_ex, train_enc = prepare_split(config, "train", tokenizer, data_dir)
@@ -241,7 +317,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     from absa_lib.metrics import SELECTION_METRIC, compute_metrics
 
     sel_metric = SELECTION_METRIC[config.dataset]
-    steps_per_epoch = math.ceil(len(train_enc) / config.batch_size)
+    steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     total_steps = steps_per_epoch * config.epochs
     record = {**config.to_dict(), "run_id": run_id, **{k: v for k, v in identity.items() if k != "config"},
               "n_train_examples": len(train_ex), "n_train_inputs": len(train_enc),
@@ -260,11 +336,12 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         model.train()
         t0, losses = time.time(), []
         bar = _Progress(progress, steps_per_epoch, f"epoch {epoch}/{config.epochs}")
-        for batch in _batches(train_enc, config.batch_size, _epoch_order(config, train_enc, epoch), pad_id):
+        for _, batch in batches(train_enc, epoch_batches(config, train_enc, epoch), pad_id):
+            factor = lr_factor(state["step"], total_steps, config.warmup, config.schedule)
             for group in optimizer.param_groups:
-                group["lr"] = config.lr * lr_factor(state["step"], total_steps, config.warmup)
+                group["lr"] = config.lr * group["lr_mult"] * factor
             batch = {k: v.to(device) for k, v in batch.items()}
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            with autocast(device, config.precision):
                 loss = model(**batch).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -275,11 +352,13 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             bar.update(losses[-1])
         bar.close()
         row = {"epoch": epoch, "train_loss": float(np.mean(losses)), "seconds": time.time() - t0}
-        probs = {}
+        t0, probs = time.time(), {}
         for split, (examples, enc) in splits.items():
-            probs[split] = class_probabilities(config, predict_probs(model, enc, config.eval_batch_size, pad_id))
+            probs[split] = class_probabilities(
+                config, predict_probs(model, enc, config.eval_batch_size, pad_id, config.precision))
             gold = np.array([e.label_id for e in examples])
             row[split] = compute_metrics(config.dataset, gold, probs[split])
+        row["eval_seconds"] = time.time() - t0
         state["epochs"].append(row)
         if not state["best"] or row["dev"][sel_metric] > state["best"]["dev"][sel_metric]:
             state["best"] = row

@@ -59,6 +59,7 @@ max_length: int = 48                         # WordPiece tokens per input (offic
 max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
 max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
 eval_batch_size: int = 64                    # batch size when evaluating
+train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
 ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
 n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
 allow_training: bool = True                  # False (render): never train, use the run records found

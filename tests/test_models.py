@@ -239,11 +239,11 @@ def test_bad_names_are_errors(tiny_dir):
 def test_preset_fields():
     assert preset_fields("qacg-bert", "official") == {
         "gate_activation": "sigmoid", "quasi_proj": "per_head", "context_dropout": True, "lambda_bias": True,
-        "init_std": 0.02, "lambda_init_std": 0.01, "quasi": True, "context_residual": True}
+        "init_std": 0.02, "lambda_init_std": 0.01, "quasi": True, "context_residual": True, "pooling": "cls"}
     assert preset_fields("cg-bert", "official")["lambda_bias"] is False
     assert preset_fields("qacg-bert", "paper") == {
         "gate_activation": "tanh", "quasi_proj": "shared", "context_dropout": False, "lambda_bias": False,
-        "init_std": 1e-3, "lambda_init_std": 1e-3, "quasi": True, "context_residual": True}
+        "init_std": 1e-3, "lambda_init_std": 1e-3, "quasi": True, "context_residual": True, "pooling": "cls"}
 
 
 def _count(name, preset, labels=3):
@@ -315,11 +315,16 @@ def test_bench_command(real_data_dir, capsys):
     from absa_lib.cli import main
 
     argv = ["bench", "--model", "qacg-bert", "bert-pair", "--backbone", "tiny", "--batch-size", "4",
-            "--steps", "2", "--warmup", "0", "--data-dir", str(real_data_dir), "--json"]
+            "--steps", "3", "--warmup", "0", "--data-dir", str(real_data_dir), "--json", "--precision", "fp32",
+            "--group-by-length"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     setup = report["setup"]
-    assert setup["examples"] == 8 and setup["real_tokens"] <= setup["padded_tokens"]
-    for row in report["results"]:
+    padded = setup["padded_tokens"]
+    assert setup["examples"] == 12 and setup["real_tokens"] <= padded["fp32 grouped"] <= padded["fp32 random"]
+    rows = {(r["model"], r["setting"]): r for r in report["results"]}
+    assert set(rows) == {(m, s) for m in ("qacg-bert", "bert-pair") for s in ("fp32 random", "fp32 grouped")}
+    for row in rows.values():
         assert row["train"]["examples_per_s"] > 0 and row["infer"]["examples_per_s"] > 0
-    assert report["results"][1]["train"]["vs_bert-pair"] == 1.0
+    assert rows[("bert-pair", "fp32 grouped")]["train"]["vs_bert-pair"] == 1.0
+    assert rows[("qacg-bert", "fp32 random")]["train"]["vs_fp32_random"] == 1.0

@@ -7,10 +7,10 @@ A training step is forward + cross-entropy + backward + AdamW step (the fused ke
 available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
 random (seeded) from the split, encoded with ``absa_lib.features.encode`` and padded to the
 longest sequence in the batch (dynamic padding, as in training); every model sees the same
-batches. With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
+batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
+batches) and the one asked for (``--precision``, ``--group-by-length``). With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
 each batch the fastest of the repeats counts (other processes on a shared machine only ever add
-time; the JSON also has each round's total and their median). On CUDA the forward runs under
-bf16 autocast. ``--threads 1`` gives steadier numbers when other jobs share the CPU.
+time; the JSON also has each round's total and their median). ``--threads 1`` gives steadier numbers when other jobs share the CPU.
 """
 
 from __future__ import annotations
@@ -43,25 +43,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; 1 is steadier on a busy machine)")
+    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+                   help="the fast setting's precision (default auto: bf16 where native, else fp32)")
+    p.add_argument("--group-by-length", action="store_true",
+                   help="the fast setting batches inputs of similar length (as absa train --group-by-length)")
     p.add_argument("--no-inference", action="store_true", help="time training only")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
-def _batches(args, tokenizer) -> list[dict]:
+def _batches(args, tokenizer, group_by_length: bool) -> list[dict]:
+    """The same seeded examples, in random batches or in batches of similar length (as training)."""
     import torch
 
     from absa_lib import data as D
-    from absa_lib.features import collate, encode
+    from absa_lib.features import batches, encode, length_grouped, sequential
 
     inputs = D.build_inputs(D.load_examples(args.dataset, args.split, data_dir=args.data_dir), args.aux)
     n = (args.warmup + args.steps) * args.batch_size
-    order = torch.randperm(len(inputs), generator=torch.Generator().manual_seed(args.seed)).tolist()
+    g = torch.Generator().manual_seed(args.seed)
+    order = torch.randperm(len(inputs), generator=g).tolist()
     chosen = [inputs[i] for i in (order * (n // len(order) + 1))[:n]]
     encoded = encode(chosen, tokenizer, args.max_length)
-    pad = tokenizer.pad_token_id or 0
-    return [collate(encoded[i:i + args.batch_size], pad) for i in range(0, n, args.batch_size)]
+    index = (length_grouped(list(range(n)), [len(e.input_ids) for e in encoded], args.batch_size, g)
+             if group_by_length else sequential(list(range(n)), args.batch_size))
+    return [b for _, b in batches(encoded, index, tokenizer.pad_token_id or 0)]
 
 
 def _sync(device) -> None:
@@ -71,13 +78,13 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def _train_step(model, optimizer, batch, device) -> float:
-    import torch
+def _train_step(model, optimizer, batch, device, precision) -> float:
+    from absa_lib.device import autocast
 
     model.train()
     _sync(device)
     t0, c0 = time.perf_counter(), time.process_time()
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+    with autocast(device, precision):
         loss = model(**batch).loss
     loss.backward()
     optimizer.step()
@@ -86,14 +93,15 @@ def _train_step(model, optimizer, batch, device) -> float:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _infer(model, batch, device) -> float:
+def _infer(model, batch, device, precision) -> float:
     import torch
+
+    from absa_lib.device import autocast
 
     model.eval()
     _sync(device)
     t0, c0 = time.perf_counter(), time.process_time()
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
-    with torch.inference_mode(), autocast:
+    with torch.inference_mode(), autocast(device, precision):
         model(**{k: v for k, v in batch.items() if k != "labels"})
     _sync(device)
     return time.perf_counter() - t0, time.process_time() - c0
@@ -123,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from absa_lib import data as D
+    from absa_lib.device import resolve_precision
     from absa_lib.errors import AbsaError
     from absa_lib.models import build_model, load_tokenizer
 
@@ -132,8 +141,15 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    batches = [{k: v.to(device) for k, v in b.items()} for b in _batches(args, load_tokenizer(args.backbone))]
-    warm, timed = batches[:args.warmup], batches[args.warmup:]
+    tokenizer = load_tokenizer(args.backbone)
+    # two settings side by side: the baseline (fp32, random batches) and the one asked for
+    fast = (resolve_precision(args.precision, device), args.group_by_length)
+    settings = {"fp32 random": ("fp32", False)}
+    settings.setdefault(f"{fast[0]} {'grouped' if fast[1] else 'random'}", fast)
+    data = {}
+    for label, (_, grouped) in settings.items():
+        batches = [{k: v.to(device) for k, v in b.items()} for b in _batches(args, tokenizer, grouped)]
+        data[label] = batches[:args.warmup], batches[args.warmup:]
     args.model = list(dict.fromkeys(args.model))            # each model once
     models = {}
     for name in args.model:
@@ -141,52 +157,57 @@ def run(args: argparse.Namespace) -> int:
                             num_labels=D.variant_num_labels(args.dataset, args.aux),
                             num_contexts=D.num_contexts(args.dataset)).to(device)
         opt = _adamw(model)
-        for batch in warm:
-            _train_step(model, opt, batch, device)
-            _infer(model, batch, device)
+        for label, (precision, _) in settings.items():
+            for batch in data[label][0]:
+                _train_step(model, opt, batch, device, precision)
+                _infer(model, batch, device, precision)
         models[name] = (model, opt)
     phases = ("train",) if args.no_inference else ("train", "infer")
-    # times[name][phase][repeat][batch]: the models take turns batch by batch, so load from other
-    # processes hits them alike; per batch the fastest repeat counts (noise only adds time)
-    times = {name: {ph: [[] for _ in range(args.repeats)] for ph in phases} for name in models}
+    # times[(name, setting)][phase][repeat][batch]: models and settings take turns batch by batch, so
+    # load from other processes hits them alike; per batch the fastest repeat counts (noise only adds)
+    keys = [(name, label) for label in settings for name in models]
+    times = {key: {ph: [[] for _ in range(args.repeats)] for ph in phases} for key in keys}
     for r in range(args.repeats):
-        for batch in timed:
-            for name, (model, opt) in models.items():
-                times[name]["train"][r].append(_train_step(model, opt, batch, device))
+        for b in range(args.steps):
+            for name, label in keys:
+                (model, opt), precision, batch = models[name], settings[label][0], data[label][1][b]
+                times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision))
                 if "infer" in phases:
-                    times[name]["infer"][r].append(_infer(model, batch, device))
-    n_ex = sum(len(b["labels"]) for b in timed)
-    n_tok = sum(int(b["attention_mask"].sum()) for b in timed)
+                    times[(name, label)]["infer"][r].append(_infer(model, batch, device, precision))
+    n_ex = sum(len(b["labels"]) for b in data["fp32 random"][1])
+    n_tok = sum(int(b["attention_mask"].sum()) for b in data["fp32 random"][1])
     ref = "bert-pair" if "bert-pair" in models else args.model[0]
-    rows = [{"model": name, "preset": args.preset if name in ("cg-bert", "qacg-bert") else None,
-             **{ph: _summarise(reps, n_ex, n_tok) for ph, reps in t.items()}} for name, t in times.items()]
-    base = rows[args.model.index(ref)]
-    for row in rows:
+    rows = {key: {"model": key[0], "setting": key[1],
+                  "preset": args.preset if key[0] in ("cg-bert", "qacg-bert") else None,
+                  **{ph: _summarise(reps, n_ex, n_tok) for ph, reps in t.items()}} for key, t in times.items()}
+    for (name, label), row in rows.items():
         for ph in phases:
-            row[ph]["vs_" + ref] = row[ph]["examples_per_s"] / base[ph]["examples_per_s"]
+            speed = row[ph]["examples_per_s"]
+            row[ph]["vs_" + ref] = speed / rows[(ref, label)][ph]["examples_per_s"]
+            row[ph]["vs_fp32_random"] = speed / rows[(name, "fp32 random")][ph]["examples_per_s"]
     cpu = f"cpu ({torch.get_num_threads()} threads)"
     setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
              "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
-             "batch_size": args.batch_size, "timed_batches": len(timed), "examples": n_ex,
-             "real_tokens": n_tok,
-             "padded_tokens": sum(b["attention_mask"].numel() for b in timed), "repeats": args.repeats,
-             "bf16_autocast": device.type == "cuda"}
+             "batch_size": args.batch_size, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
+             "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
+             "repeats": args.repeats, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
     if args.json:
-        print(json.dumps({"setup": setup, "results": rows}, indent=2))
+        print(json.dumps({"setup": setup, "results": list(rows.values())}, indent=2))
     else:
-        _print_table(setup, rows, phases, ref)
+        _print_table(setup, list(rows.values()), phases, ref)
     return 0
 
 
 def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: str) -> None:
     print(", ".join(f"{k}={v}" for k, v in setup.items()))
-    head = f"{'model':<12} {'preset':<8}"
+    head = f"{'model':<12} {'preset':<8} {'setting':<14}"
     for ph in phases:
-        head += f" {ph + ' ex/s':>11} {ph + ' tok/s':>12} {'vs ' + ref:>13}"
+        head += f" {ph + ' ex/s':>11} {ph + ' tok/s':>12} {'vs ' + ref:>13} {'vs fp32 rnd':>11}"
     print(head)
     for row in rows:
-        line = f"{row['model']:<12} {row['preset'] or '-':<8}"
+        line = f"{row['model']:<12} {row['preset'] or '-':<8} {row['setting']:<14}"
         for ph in phases:
             r = row[ph]
-            line += f" {r['examples_per_s']:>11.1f} {r['tokens_per_s']:>12.0f} {r['vs_' + ref]:>12.2f}x"
+            line += (f" {r['examples_per_s']:>11.1f} {r['tokens_per_s']:>12.0f} {r['vs_' + ref]:>12.2f}x"
+                     f" {r['vs_fp32_random']:>10.2f}x")
         print(line)

@@ -33,6 +33,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-train-examples", type=int, default=None, help="train on a seeded subset")
     p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate on the first K dev/test examples")
     p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size)
+    p.add_argument("--weight-decay", type=float, default=_DEFAULTS.weight_decay)
+    p.add_argument("--adam-eps", type=float, default=_DEFAULTS.adam_eps)
+    p.add_argument("--max-grad-norm", type=float, default=_DEFAULTS.max_grad_norm)
+    p.add_argument("--warmup", type=float, default=_DEFAULTS.warmup, help="fraction of steps with linear warm-up")
+    p.add_argument("--schedule", default=_DEFAULTS.schedule,
+                   help="after warm-up: linear (default, the paper's: decay to 0) | constant")
+    p.add_argument("--head-lr-mult", type=float, default=_DEFAULTS.head_lr_mult,
+                   help="learning-rate multiplier for the classifier, pooler and context layers (default 1)")
+    p.add_argument("--precision", default=_DEFAULTS.precision,
+                   help="auto (default: bf16 on CUDA and CPUs with native bf16, else fp32) | fp32 | bf16")
+    p.add_argument("--group-by-length", action="store_true",
+                   help="batches of inputs of similar length (less padding; part of the run's identity)")
     p.add_argument("--override", action="append", default=[], metavar="KEY=JSON",
                    help='model config override, e.g. --override quasi=false --override gate_activation=\'"sigmoid"\'')
     p.add_argument("--out", default=None, help="runs folder (default: ./runs or $ABSA_RUNS_DIR)")
@@ -57,14 +69,22 @@ def _overrides(items: list[str]) -> dict:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    config = TrainConfig(
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The TrainConfig an ``absa train`` command line describes."""
+    return TrainConfig(
         dataset=args.dataset, model=args.model, preset=args.preset,
         aux=args.aux or ("single" if args.model == "bert-single" else _DEFAULTS.aux), backbone=args.backbone,
         seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         max_length=args.max_length, sampler=args.sampler, max_train_examples=args.max_train_examples,
-        max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size,
+        max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size, warmup=args.warmup,
+        weight_decay=args.weight_decay, adam_eps=args.adam_eps, max_grad_norm=args.max_grad_norm,
+        schedule=args.schedule, head_lr_mult=args.head_lr_mult, precision=args.precision,
+        group_by_length=args.group_by_length,
         model_overrides=_overrides(args.override))
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
     result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet)
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
                "selection_metric": result.metrics["selection_metric"],

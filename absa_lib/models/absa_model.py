@@ -24,7 +24,13 @@ field                   ``paper``            ``official`` (repo HEAD)    meaning
 ``lambda_init_std``     1e-3                 0.01                        λ-layer weights
 ``quasi``               True                 True                        False: λ_A = 0 (ablation)
 ``context_residual``    True                 True                        C = [E_c; X] W_cᵀ + b + E_c
+``pooling``             cls                  cls                         cls: BERT's pooler on h_[CLS];
+                                                                         mean: masked mean of the last
+                                                                         states (not the paper's)
 ======================  ===================  ==========================  =============================
+
+``pooling="mean"`` is an option for backbones trained as sentence encoders with mean pooling (the
+offline MiniLM): their [CLS] pooler was never trained for classification. It is never a default.
 
 Reading of the paper preset: §3.7 says new layers start at N(0, σ²) with "σ = e−3". We read it
 as 10⁻³ (the "1" of "1e−3" lost in extraction): e^{-3} ≈ 0.05 would be larger than BERT's own 0.02,
@@ -71,11 +77,14 @@ FIELDS = {  # field: (paper, official, allowed values or type)
     "lambda_init_std": (1e-3, 0.01, float),
     "quasi": (True, True, bool),
     "context_residual": (True, True, bool),
+    "pooling": ("cls", "cls", ("cls", "mean")),
 }
-MODEL_FIELDS = {  # the fields each model reads (plain BERT reads none)
-    "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual"),
+MODEL_FIELDS = {  # the fields each model reads
+    "bert-single": ("pooling",),
+    "bert-pair": ("pooling",),
+    "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual", "pooling"),
     "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "init_std", "lambda_init_std", "quasi",
-                  "context_residual"),
+                  "context_residual", "pooling"),
 }
 
 
@@ -175,7 +184,12 @@ class AbsaModel(nn.Module):
             if output_components:
                 extra["components"] = components = []
         out = self.bert(input_ids=input_ids, attention_mask=mask, token_type_ids=token_type_ids, **extra)
-        logits = self.classifier(self.dropout(out.pooler_output))                  # (B, C)
+        if getattr(self.config, "pooling", "cls") == "mean":      # not the paper's: see the docstring
+            keep = attention_mask[:, :, None].to(out.last_hidden_state.dtype)      # (B, T, 1)
+            pooled = (out.last_hidden_state * keep).sum(1) / keep.sum(1)           # (B, d)
+        else:
+            pooled = out.pooler_output                                             # tanh(W_p h_[CLS] + b_p)
+        logits = self.classifier(self.dropout(pooled))                             # (B, C)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss, components=components)
 

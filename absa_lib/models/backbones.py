@@ -28,6 +28,8 @@ prefix are mapped to Hugging Face names.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -83,6 +85,36 @@ def backbone_dir(backbone: str) -> Path | None:
         raise AbsaError(f"backbone directory {path} has no config.json; expected a BERT model folder "
                         "(config.json, vocab.txt, model.safetensors)")
     return path
+
+
+def backbone_fingerprint(backbone: str) -> str:
+    """What identifies the backbone's weights and vocabulary, for the run identity: a SHA-256 over
+    the files of its folder (config, tokenizer files, safetensors weights), so that replacing a
+    local folder's weights, or another hub revision, makes a new run rather than a stale cache hit.
+    The random backbones are identified by their name (and the tiny vocabulary)."""
+    if backbone == "bert-base-random":
+        return "random:bert-base-config"
+    path = TINY_VOCAB.parent if backbone == "tiny" else backbone_dir(backbone)
+    names = ["tiny_vocab.txt"] if backbone == "tiny" else sorted(
+        p.name for p in path.iterdir() if p.is_file() and (p.suffix in (".json", ".txt", ".safetensors")))
+    h = hashlib.sha256()
+    for name in names:
+        h.update(f"{name}:{_file_sha256(path / name)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    return _sha256_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _sha256_cached(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def backbone_config(backbone: str) -> BertConfig:

@@ -1,0 +1,87 @@
+"""``absa grid``: train the runs of a profile's grid (the tables, the ablations) before the notebooks.
+
+    absa grid --profile cpu                   # every run of params/cpu.yaml: one run per core at a time
+    absa grid --profile gpu --workers 4       # 4 concurrent runs per visible GPU
+    absa grid --profile gpu --list            # one `absa train` command per cell
+    absa grid --profile gpu --cell 7          # only cell 7 (e.g. $SLURM_ARRAY_TASK_ID)
+
+Finished runs are skipped, interrupted ones resume. The summary goes to
+``<runs_dir>/grid_summary_<profile>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from absa_lib.runner import PARTS
+
+    p = sub.add_parser("grid", help="train every run of a profile (tables, ablations): a queue or a GPU pool",
+                       description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", required=True, help="a profile name (params/<name>.yaml) or a YAML file")
+    p.add_argument("--part", nargs="+", default=list(PARTS), choices=PARTS, help="which grids (default: all)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="concurrent runs per GPU (default 4); on a CPU (default: one single-threaded run per core, at most 4)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads per run (default: torch's choice)")
+    p.add_argument("--list", action="store_true", help="print one `absa train` command per cell and exit")
+    p.add_argument("--count", action="store_true", help="print the number of cells and exit")
+    p.add_argument("--cell", type=int, default=None, help="run only this cell (0-based; array jobs)")
+    p.set_defaults(func=run)
+
+
+def _params(profile: str) -> tuple[str, dict]:
+    from pathlib import Path
+
+    import yaml
+
+    from absa_lib.companion import load_profile
+    from absa_lib.errors import AbsaError
+
+    path = Path(profile)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise AbsaError(f"{path}: profile file not found")
+        params = yaml.safe_load(path.read_text())
+        if not isinstance(params, dict):
+            raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+        return str(params.get("profile") or path.stem), params
+    return profile, load_profile(profile)
+
+
+def run(args: argparse.Namespace) -> int:
+    from absa_lib.companion import resolve_dir
+    from absa_lib.device import default_device
+    from absa_lib.errors import AbsaError
+    from absa_lib.runner import profile_cells, run_cells, train_argv, write_summary
+
+    name, params = _params(args.profile)
+    if not params.get("allow_training", True):
+        raise AbsaError(f"profile {name!r} does not train (allow_training: false); nothing to run")
+    if args.workers is not None and args.workers < 1:
+        raise AbsaError(f"--workers must be a positive integer, got {args.workers}")
+    cells = profile_cells(params, tuple(args.part))
+    runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
+    if args.count:
+        print(len(cells))
+        return 0
+    if args.list:
+        for cell in cells:
+            print(shlex.join(train_argv(cell.config, runs_dir, data_dir)))
+        return 0
+    if args.cell is not None:
+        if not 0 <= args.cell < len(cells):
+            raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")
+        cells = [cells[args.cell]]
+    t0 = time.time()
+    rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
+    suffix = f"_cell{args.cell}" if args.cell is not None else ""
+    summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
+                            {"profile": name, "parts": args.part, "device": str(default_device()),
+                             "workers_per_gpu": args.workers})
+    print(f"[grid] {summary['runs']} runs: {summary['trained']} trained, {summary['cached']} finished before, "
+          f"{summary['failed']} failed, in {summary['wall_seconds']:.0f}s; summary: "
+          f"{runs_dir / f'grid_summary_{name}{suffix}.json'}")
+    return 1 if summary["failed"] else 0

@@ -1,0 +1,196 @@
+"""The grid runner: train every run of a profile before the notebooks read them.
+
+A profile (``params/<name>.yaml``) defines a grid of runs: the table rows of both datasets (every
+seed) and the ablations. Each grid *cell* is one run, i.e. one ``absa train`` command, so cells can
+run anywhere: here as a queue of processes, or as a cluster array job (``--cell K``). The notebooks
+then find the finished runs in the run cache and train only what is missing.
+
+- CPU: a queue served by one single-threaded process per core (at most 4; ``workers`` to change):
+  a small model uses one core each better than several cores together, and evaluation and data
+  preparation overlap. ``--workers 1`` gives one process using every core.
+- One or more GPUs: ``workers`` concurrent processes per visible GPU. A MiniLM-size run is bound
+  by kernel launches and leaves most of a large GPU idle, so several runs share one.
+
+Finished runs are skipped (the cache), interrupted ones resume from their last epoch. Each cell
+prints one line when it starts and one when it ends; the summary (per run: status, wall time,
+training examples per second) is written to ``<runs_dir>/grid_summary_<profile>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from absa_lib.errors import AbsaError
+
+PARTS = ("tables", "ablations")
+TABLE_MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a grid: which part of the companion it serves, its row label and configuration."""
+
+    part: str
+    label: str
+    config: object          # absa_lib.train.TrainConfig
+
+
+def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
+    """The runs of a profile, each once, ordered seed by seed (all tables, then the ablations, of the
+    first seed before any run of the next), so that a budget cut short still has whole seeds."""
+    from absa_lib.companion import train_base
+    from absa_lib.grid import ablation_specs, make_configs, table_specs
+
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise AbsaError(f"grid part {sorted(unknown)[0]!r} is unknown; expected one of {', '.join(PARTS)}")
+    base = train_base(params)
+    cells = []
+    if "tables" in parts:
+        for dataset in params["datasets"]:
+            for spec in table_specs(dataset, TABLE_MODELS):
+                cells += [Cell("tables", spec.label, c) for c in make_configs(spec, dataset, params["seeds"], **base)]
+    if "ablations" in parts:
+        for spec in ablation_specs():
+            cells += [Cell("ablations", spec.label, c) for c in
+                      make_configs(spec, params["ablation_dataset"], params["ablation_seeds"], **base)]
+    seeds = list(dict.fromkeys([*params["seeds"], *params["ablation_seeds"]]))
+    cells.sort(key=lambda c: (seeds.index(c.config.seed), PARTS.index(c.part)))      # stable
+    unique, seen = [], set()
+    for cell in cells:
+        key = json.dumps(cell.config.to_dict(), sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(cell)
+    return unique
+
+
+def train_argv(config, runs_dir: Path, data_dir: str | None = None) -> list[str]:
+    """The ``absa train`` command line of one cell (fields at their default are left out)."""
+    from absa_lib.train import TrainConfig
+
+    defaults = TrainConfig()
+    argv = ["absa", "train", "--dataset", config.dataset, "--model", config.model]
+    for name, value in config.to_dict().items():
+        if name in ("dataset", "model") or value == getattr(defaults, name):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name == "model_overrides":
+            argv += [a for k, v in value.items() for a in ("--override", f"{k}={json.dumps(v)}")]
+        elif isinstance(value, bool):
+            argv += [flag] if value else []
+        elif value is not None:
+            argv += [flag, str(value)]
+    argv += ["--out", str(runs_dir), "--quiet"]
+    return argv + (["--data-dir", str(data_dir)] if data_dir else [])
+
+
+def _ex_per_s(run_dir: Path) -> float | None:
+    """Training examples per second over the run's epochs (from its records)."""
+    from absa_lib.runs import read_json
+
+    try:
+        config, metrics = read_json(run_dir / "config.json"), read_json(run_dir / "metrics.json")
+        seconds = sum(e["seconds"] for e in metrics["epochs"])
+        return config["n_train_inputs"] * len(metrics["epochs"]) / seconds
+    except (AbsaError, KeyError, ZeroDivisionError):
+        return None
+
+
+CPU_WORKERS = 4        # at most this many single-threaded runs side by side on a CPU by default
+
+
+def _slots(workers: int | None) -> list[str | None]:
+    """One slot per concurrent process: ``workers`` (default 4) per visible GPU; on a CPU
+    ``workers`` slots (default: one per core, at most :data:`CPU_WORKERS`)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return [None] * (workers or min(CPU_WORKERS, os.cpu_count() or 1))
+    return [str(g) for g in range(torch.cuda.device_count()) for _ in range(workers or 4)]
+
+
+def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
+              threads: int | None = None, log=print) -> list[dict]:
+    """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell."""
+    from absa_lib.train import is_finished, run_path
+
+    logs = Path(runs_dir) / "grid_logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    rows, queue, running = [], list(enumerate(cells)), {}
+    free = _slots(workers)
+    if threads is None and free[0] is None and len(free) > 1:
+        threads = 1                               # CPU runs side by side: one core each
+    n = len(cells)
+    while queue or running:
+        while queue and free:
+            i, cell = queue.pop(0)
+            c, path = cell.config, run_path(cell.config, runs_dir)
+            what = f"{i + 1}/{n} {c.dataset} {cell.label} seed {c.seed}"
+            if is_finished(c, runs_dir):
+                log(f"[grid] {what}: finished before ({path.name})")
+                rows.append({"cell": i, "label": cell.label, "dataset": c.dataset, "seed": c.seed,
+                             "status": "cached", "run": str(path), "examples_per_s": _ex_per_s(path)})
+                continue
+            slot = free.pop(0)
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            if slot is not None:
+                env["CUDA_VISIBLE_DEVICES"] = slot
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
+            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(c, runs_dir, data_dir)[1:]]
+            fh = open(logs / f"{path.name}.log", "ab")
+            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
+            running[proc] = (i, cell, path, slot, time.time(), fh)
+            log(f"[grid] {what}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
+        for proc in [p for p in running if p.poll() is not None]:
+            i, cell, path, slot, t0, fh = running.pop(proc)
+            fh.close()
+            free.append(slot)
+            wall, ok = time.time() - t0, proc.returncode == 0
+            speed = _ex_per_s(path) if ok else None
+            log(f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}: "
+                + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
+                   f"FAILED (exit {proc.returncode}); log: {fh.name}"))
+            rows.append({"cell": i, "label": cell.label, "dataset": cell.config.dataset, "seed": cell.config.seed,
+                         "status": "trained" if ok else "failed", "run": str(path), "wall_seconds": wall,
+                         "examples_per_s": speed, "log": fh.name})
+        if running:
+            time.sleep(1.0)
+    return sorted(rows, key=lambda r: r["cell"])
+
+
+def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dict:
+    """The grid's summary: counts, total wall time, and the per-run rows."""
+    from absa_lib.runs import atomic_write_json
+
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("trained", "cached", "failed")}
+    summary = {**setup, **counts, "runs": len(rows), "wall_seconds": wall, "rows": rows}
+    atomic_write_json(path, summary)
+    return summary
+
+
+def recorded_cost(runs_dir: Path) -> dict:
+    """What the finished runs under ``runs_dir`` cost: count, hours of training and evaluation (from
+    their records), and the devices they ran on (to tell a user what retraining takes)."""
+    from absa_lib.runs import read_json
+
+    n, seconds, devices = 0, 0.0, set()
+    for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
+        try:
+            metrics, env = read_json(metrics_path), read_json(metrics_path.parent / "env.json")
+        except AbsaError:
+            continue
+        if not metrics.get("complete"):
+            continue
+        n += 1
+        seconds += sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics["epochs"])
+        devices.add(env.get("gpu") or f"{env.get('processor') or 'cpu'} ({env.get('cpu_count')} cores, "
+                    f"{env.get('torch_threads')} threads)")
+    return {"runs": n, "hours": seconds / 3600, "devices": sorted(devices)}

@@ -1,0 +1,209 @@
+"""The fast path: precision, length-grouped batches, sorted inference, identity, head learning rate."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from absa_lib import device as DV
+from absa_lib.errors import AbsaError
+from absa_lib.features import Encoded, by_length, length_grouped, sequential
+
+T = importlib.import_module("absa_lib.train")
+
+
+def small(**kw) -> T.TrainConfig:
+    base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
+                seed=7, epochs=1, batch_size=8, max_length=48, max_train_examples=48,
+                max_eval_examples=40, eval_batch_size=32)
+    return T.TrainConfig(**{**base, **kw})
+
+
+def fake_encoded(lengths):
+    return [Encoded([1] * n, [0] * n, 0, i % 3) for i, n in enumerate(lengths)]
+
+
+# ---------------------------------------------------------------------------------------------- batching
+
+
+def padding(batches, lengths):
+    return sum(len(b) * max(lengths[i] for i in b) - sum(lengths[i] for i in b) for b in batches)
+
+
+def test_length_grouped_batches_cover_every_input_once_with_less_padding():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 60, size=1000).tolist()
+    order = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
+    grouped = length_grouped(order, lengths, 24, torch.Generator().manual_seed(2), chunk_batches=10)
+    assert sorted(i for b in grouped for i in b) == list(range(1000))
+    assert all(len(b) <= 24 for b in grouped)
+    plain = sequential(order, 24)
+    assert padding(grouped, lengths) < 0.2 * padding(plain, lengths)
+    again = length_grouped(order, lengths, 24, torch.Generator().manual_seed(2), chunk_batches=10)
+    assert again == grouped                                   # seeded: a resumed run draws the same
+    other = length_grouped(order, lengths, 24, torch.Generator().manual_seed(3), chunk_batches=10)
+    assert other != grouped
+
+
+def test_epoch_batches_grouped_is_a_permutation_that_changes_per_epoch():
+    enc = fake_encoded(np.random.default_rng(0).integers(3, 40, 200).tolist())
+    cfg = small(group_by_length=True, batch_size=16)
+    e1, e2 = T.epoch_batches(cfg, enc, 1), T.epoch_batches(cfg, enc, 2)
+    assert sorted(sum(e1, [])) == list(range(200)) and e1 != e2
+    assert T.epoch_batches(cfg, enc, 1) == e1
+
+
+def test_by_length_sorts_inference_batches():
+    enc = fake_encoded([9, 3, 7, 3, 12, 1])
+    batches = by_length(enc, 2)
+    assert [[len(enc[i].input_ids) for i in b] for b in batches] == [[1, 3], [3, 7], [9, 12]]
+
+
+def test_predict_probs_is_in_input_order_whatever_the_batching():
+    from absa_lib.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8)
+    rng = np.random.default_rng(0)
+    enc = [Encoded(rng.integers(5, 100, n).tolist(), [0] * n, int(rng.integers(0, 8)), 0)
+           for n in rng.integers(4, 30, 23)]
+    together = T.predict_probs(model, enc, batch_size=5)
+    one_by_one = np.concatenate([T.predict_probs(model, [e], batch_size=1) for e in enc])
+    np.testing.assert_allclose(together, one_by_one, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------- precision
+
+
+def test_auto_precision_resolves_by_device(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: False)
+    assert DV.resolve_precision("auto", cpu) == "fp32"
+    monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: True)
+    assert DV.resolve_precision("auto", cpu) == "bf16"
+    assert DV.resolve_precision("auto", torch.device("cuda")) == "bf16"
+    assert DV.resolve_precision("fp32", torch.device("cuda")) == "fp32"
+    with pytest.raises(AbsaError, match="precision='fp16'"):
+        DV.resolve_precision("fp16", cpu)
+
+
+def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():
+    from absa_lib.features import collate
+    from absa_lib.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8).eval()
+    enc = [Encoded(list(range(5, 5 + n)), [0] * n, c, 0) for n, c in ((7, 1), (12, 3))]
+    fp32 = T.predict_probs(model, enc, precision="fp32")
+    bf16 = T.predict_probs(model, enc, precision="bf16")
+    assert np.abs(fp32 - bf16).max() < 0.05 and not np.array_equal(fp32, bf16)
+    batch = {k: v for k, v in collate(enc).items() if k != "labels"}
+    with torch.no_grad(), DV.autocast(torch.device("cpu"), "bf16"):
+        comps = model(**batch, output_components=True).components
+    assert comps[0]["lambda_a"].dtype == torch.float32
+
+
+# ---------------------------------------------------------------------------------------------- identity
+
+
+def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(monkeypatch):
+    monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: False)
+    ident = T.run_identity(small())
+    assert ident["config"]["precision"] == "fp32"
+    assert T.run_identity(small(precision="fp32")) == ident          # auto resolved here = fp32
+    for field in T.NEUTRAL_DEFAULTS:
+        assert field not in ident["config"]
+    for change in ({"group_by_length": True}, {"schedule": "constant"}, {"head_lr_mult": 10.0},
+                   {"precision": "bf16"}):
+        other = T.run_identity(small(**change))
+        assert T.config_hash(other) != T.config_hash(ident), change
+
+
+def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeypatch):
+    folder = tmp_path / "bb"
+    shutil.copytree(tiny_dir, folder)
+    monkeypatch.chdir(tmp_path)
+    relative = small(backbone="bb")
+    ident = T.run_identity(relative)
+    assert ident["config"]["backbone"] == str(folder.resolve())     # absolute: cwd does not matter
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(folder / "model.safetensors")
+    key = sorted(weights)[0]
+    weights[key] = weights[key] + 1.0
+    save_file(weights, folder / "model.safetensors")
+    assert T.config_hash(T.run_identity(relative)) != T.config_hash(ident)
+
+
+def test_config_rejects_non_finite_numbers():
+    for field, value in (("lr", float("inf")), ("lr", float("nan")), ("head_lr_mult", 0.0), ("warmup", 1.5)):
+        with pytest.raises(AbsaError, match=field):
+            small(**{field: value})
+    with pytest.raises(AbsaError, match="schedule='cosine'"):
+        small(schedule="cosine")
+
+
+# ---------------------------------------------------------------------------------------------- optimizer
+
+
+def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
+    from absa_lib.models import build_model
+
+    model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8)
+    opt = T._optimizer(model, small(head_lr_mult=10.0), torch.device("cpu"))
+    mult = {id(p): g["lr_mult"] for g in opt.param_groups for p in g["params"]}
+    names = dict(model.named_parameters())
+    assert mult[id(names["classifier.weight"])] == 10.0
+    assert mult[id(names["bert.pooler.dense.weight"])] == 10.0
+    assert mult[id(names["context_embeddings.weight"])] == 10.0
+    assert mult[id(names["bert.encoder.layer.0.attention.self.context_layer.weight"])] == 10.0
+    assert mult[id(names["bert.encoder.layer.0.attention.self.query.weight"])] == 1.0
+    assert mult[id(names["bert.embeddings.word_embeddings.weight"])] == 1.0
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(names)
+
+
+def test_constant_schedule_holds_after_warmup():
+    f = [T.lr_factor(s, 100, 0.1, "constant") for s in range(100)]
+    assert f[9] == 1.0 and f[-1] == 1.0 and f[0] == pytest.approx(0.1)
+
+
+def test_mean_pooling_is_an_option_not_the_default():
+    from absa_lib.features import collate
+    from absa_lib.models import build_model
+
+    torch.manual_seed(0)
+    cls = build_model("bert-pair", backbone="tiny", num_labels=3, num_contexts=8).eval()
+    torch.manual_seed(0)
+    mean = build_model("bert-pair", backbone="tiny", num_labels=3, num_contexts=8, pooling="mean").eval()
+    assert cls.config.pooling == "cls"
+    enc = [Encoded(list(range(5, 15)), [0] * 10, 0, 0), Encoded(list(range(5, 9)), [0] * 4, 0, 0)]
+    batch = {k: v for k, v in collate(enc).items() if k != "labels"}
+    with torch.no_grad():
+        a, b = cls(**batch).logits, mean(**batch).logits
+    assert not torch.allclose(a, b)
+    # padding does not change the mean-pooled output of the short input
+    with torch.no_grad():
+        alone = mean(**{k: v for k, v in collate(enc[1:]).items() if k != "labels"}).logits
+    torch.testing.assert_close(alone[0], b[1], atol=1e-5, rtol=1e-5)
+    with pytest.raises(AbsaError, match="pooling"):
+        build_model("bert-pair", backbone="tiny", num_labels=3, num_contexts=8, pooling="max")
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_tokenized_once_per_process(monkeypatch):
+    from absa_lib.models import load_tokenizer
+
+    calls = []
+    real = T.encode
+    monkeypatch.setattr(T, "encode", lambda *a, **k: calls.append(1) or real(*a, **k))
+    tok = load_tokenizer("tiny")
+    cfg = small(max_train_examples=17)
+    first = T.prepare_split(cfg, "train", tok)
+    second = T.prepare_split(small(max_train_examples=17, seed=9, model="cg-bert"), "train", tok)
+    assert first is second and len(calls) == 1
+    T.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
+    assert len(calls) == 2

@@ -1,0 +1,73 @@
+"""The grid runner: a profile's cells, one `absa train` command each, a queue that skips finished runs."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+import yaml
+
+from absa_lib.cli import build_parser, main
+from absa_lib.commands.train import config_from_args
+from absa_lib.companion import load_profile
+from absa_lib.errors import AbsaError
+from absa_lib.runner import PARTS, profile_cells, train_argv
+from absa_lib.train import TrainConfig
+
+
+def config_from_argv(argv: list[str]) -> TrainConfig:
+    """What `absa train` builds from a command line (the CLI's own parser and function)."""
+    return config_from_args(build_parser().parse_args(argv[1:]))
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu", "paper"])
+def test_every_cell_is_one_train_command_that_rebuilds_its_config(profile, tmp_path):
+    params = load_profile(profile)
+    cells = profile_cells(params)
+    n_seeds, n_abl = len(params["seeds"]), len(params["ablation_seeds"])
+    # 6 table runs per dataset and seed; 7 ablations, 3 of which are table runs (QACG with and without
+    # the auxiliary sentence, CG with it) when the ablation dataset and seeds are among the tables'
+    n_tables = 6 * n_seeds * len(params["datasets"])
+    assert sum(c.part == "tables" for c in cells) == n_tables
+    assert set(params["ablation_seeds"]) <= set(params["seeds"])
+    assert len(cells) == n_tables + 4 * n_abl
+    keys = [json.dumps(c.config.to_dict(), sort_keys=True) for c in cells]
+    assert len(set(keys)) == len(keys)
+    first_seed = params["seeds"][0]
+    assert all(c.config.seed == first_seed for c in cells[:12 * len(params["datasets"]) // 2])
+    for cell in cells:
+        argv = train_argv(cell.config, tmp_path, None)
+        assert config_from_argv(shlex.split(shlex.join(argv))) == cell.config
+
+
+def test_unknown_part_and_bad_train_options_are_refused():
+    params = load_profile("smoke")
+    with pytest.raises(AbsaError, match="grid part 'figures'"):
+        profile_cells(params, ("figures",))
+    with pytest.raises(AbsaError, match="'epocs'"):
+        profile_cells({**params, "train_options": {"epocs": 3}})
+    with pytest.raises(AbsaError, match="'seed'"):
+        profile_cells({**params, "train_options": {"seed": 3}})
+    assert set(PARTS) == {"tables", "ablations"}
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
+    params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40, "max_eval_examples": 20,
+              "max_length": 32, "runs_dir": str(tmp_path / "runs"), "train_options": {"group_by_length": True}}
+    profile = tmp_path / "mini.yaml"
+    profile.write_text(yaml.safe_dump(params))
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--count"]) == 0
+    assert capsys.readouterr().out.strip() == "6"
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "started" in out and "done in" in out
+    summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
+    assert summary["trained"] == 1 and summary["failed"] == 0 and summary["rows"][0]["examples_per_s"] > 0
+    run = summary["rows"][0]["run"]
+    assert json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "config.json").read_text())["group_by_length"]
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
+    assert "finished before" in capsys.readouterr().out
+    assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
+    assert "out of range" in capsys.readouterr().err
