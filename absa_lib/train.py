@@ -33,6 +33,9 @@ from absa_lib.runs import (Run, atomic_write_json, collect_env, config_hash, loa
                            save_training_curve)
 
 SAMPLERS = ("uniform", "balanced")
+# Fields left out of the run identity while they hold these values, so that adding a field keeps
+# the ids (and cache hits) of every run made before it existed.
+NEUTRAL_DEFAULTS = {"objective": "single"}
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,15 @@ class TrainConfig:
     max_train_examples: int | None = None   # a seeded (seed 0) subset, the same for every run seed
     max_eval_examples: int | None = None    # the first examples (whole groups) of dev and test
     model_overrides: dict = field(default_factory=dict)
+    objective: str = "single"       # single C-way head | joint | joint-dwa (absa_lib.models.joint)
 
     def __post_init__(self) -> None:
         from absa_lib.models import MODELS, PRESETS
+        from absa_lib.models.joint import OBJECTIVES
 
         checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
                   ("preset", self.preset, PRESETS), ("aux", self.aux, D.INPUT_VARIANTS),
-                  ("sampler", self.sampler, SAMPLERS)]
+                  ("sampler", self.sampler, SAMPLERS), ("objective", self.objective, OBJECTIVES)]
         for name, value, allowed in checks:
             if value not in allowed:
                 raise AbsaError(f"{name}={value!r} is not one of {', '.join(allowed)}")
@@ -77,6 +82,9 @@ class TrainConfig:
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
         if self.model == "bert-pair" and self.aux in ("none", "single"):
             raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
+        if self.objective != "single" and (self.model == "bert-single" or self.aux in D.B_VARIANTS):
+            raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
+                            "bert-single, and aux none, single, NLI-M or QA-M")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -156,12 +164,15 @@ def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: i
 
 
 def _optimizer(model, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    decay, no_decay = [], []
+    head_lr = getattr(model, "head_lr", None)      # ATAE, MAN, OA: their new layers' own rate (base_lr)
+    groups = {}
     for name, p in model.named_parameters():
         if p.requires_grad:
-            (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
-    groups = [{"params": decay, "weight_decay": config.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+            decay = not (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name)
+            lr = head_lr if head_lr and not name.startswith("bert.") else config.lr
+            groups.setdefault((decay, lr), []).append(p)
+    groups = [{"params": ps, "weight_decay": config.weight_decay if decay else 0.0, "lr": lr, "base_lr": lr}
+              for (decay, lr), ps in sorted(groups.items(), key=lambda kv: (not kv[0][0], kv[0][1] != config.lr))]
     return torch.optim.AdamW(groups, lr=config.lr, eps=config.adam_eps, fused=device.type == "cuda")
 
 
@@ -199,7 +210,8 @@ def run_identity(config: TrainConfig) -> dict:
     from absa_lib import __version__
     from absa_lib.download import dataset_checksums
 
-    return {"config": config.to_dict(), "data_sha256": dataset_checksums(config.dataset),
+    config = {k: v for k, v in config.to_dict().items() if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+    return {"config": config, "data_sha256": dataset_checksums(config["dataset"]),
             "absa_lib_version": __version__}
 
 
@@ -209,7 +221,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
 
     Returns the :class:`Run`; ``run.cached`` is True when an identical finished run was found.
     """
-    from absa_lib.models import build_model, load_tokenizer
+    from absa_lib.models import build_model, joint, load_tokenizer
     from absa_lib.models.per_context import build_per_context
     from absa_lib.paths import default_runs_dir
     from absa_lib.predictions import write_predictions
@@ -235,7 +247,8 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     build = build_per_context if config.model == "bert-single" else partial(build_model, config.model)
     model = build(backbone=config.backbone, preset=config.preset,
                   num_labels=D.variant_num_labels(config.dataset, config.aux),
-                  num_contexts=D.num_contexts(config.dataset), **config.model_overrides).to(device)
+                  num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
+                  **config.model_overrides).to(device)
     optimizer = _optimizer(model, config, device)
 
     from absa_lib.metrics import SELECTION_METRIC, compute_metrics
@@ -262,7 +275,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         bar = _Progress(progress, steps_per_epoch, f"epoch {epoch}/{config.epochs}")
         for batch in _batches(train_enc, config.batch_size, _epoch_order(config, train_enc, epoch), pad_id):
             for group in optimizer.param_groups:
-                group["lr"] = config.lr * lr_factor(state["step"], total_steps, config.warmup)
+                group["lr"] = group.get("base_lr", config.lr) * lr_factor(state["step"], total_steps, config.warmup)
             batch = {k: v.to(device) for k, v in batch.items()}
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                 loss = model(**batch).loss
@@ -280,6 +293,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             probs[split] = class_probabilities(config, predict_probs(model, enc, config.eval_batch_size, pad_id))
             gold = np.array([e.label_id for e in examples])
             row[split] = compute_metrics(config.dataset, gold, probs[split])
+        row.update(joint.end_of_epoch(model, config, splits["dev"][0], probs["dev"]))   # task weights
         state["epochs"].append(row)
         if not state["best"] or row["dev"][sel_metric] > state["best"]["dev"][sel_metric]:
             state["best"] = row

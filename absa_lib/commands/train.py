@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Train a model. A run with the same configuration is returned from "
                        "the cache instantly (unless --force); an interrupted run resumes.")
     p.add_argument("--dataset", required=True, help="sentihood | semeval")
-    p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert")
+    p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert | atae-lstm | "
+                   "ae-lstm | at-lstm | man-bert | oa-bert")
     p.add_argument("--preset", default=_DEFAULTS.preset, help="paper (default) | official")
     p.add_argument("--aux", default=None,
                    help="input variant: NLI-M (default; 'single' for bert-single) | QA-M | NLI-B | QA-B | none | single")
@@ -30,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", type=float, default=_DEFAULTS.lr)
     p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length)
     p.add_argument("--sampler", default=_DEFAULTS.sampler, help="uniform (default) | balanced (official code)")
+    p.add_argument("--objective", default=_DEFAULTS.objective,
+                   help="single (default: one C-way head) | joint (aspect + sentiment heads) | joint-dwa "
+                   "(joint with dynamic task weights from the dev losses)")
     p.add_argument("--max-train-examples", type=int, default=None, help="train on a seeded subset")
     p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate on the first K dev/test examples")
     p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size)
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         max_length=args.max_length, sampler=args.sampler, max_train_examples=args.max_train_examples,
         max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size,
-        model_overrides=_overrides(args.override))
+        model_overrides=_overrides(args.override), objective=args.objective)
     result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet)
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
                "selection_metric": result.metrics["selection_metric"],
