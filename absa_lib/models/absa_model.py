@@ -72,7 +72,8 @@ FIELDS = {  # field: (paper, official, allowed values or type)
     "lambda_init_std": (1e-3, 0.01, float),
     "quasi": (True, True, bool),
     "context_residual": (True, True, bool),
-    # the other attention systems (same value in both presets; see their modules)
+}
+OTHER_FIELDS = {  # the other attention systems' fields (one default for both presets; see their modules)
     "head_lr": (None, None, float),            # None: the model's own (ATAE 1e-3, MAN and OA 1e-4)
     "joint_tau": (0.5, 0.5, float),            # presence threshold of the joint objective
     "alstm_hidden": (300, 300, int),
@@ -107,20 +108,24 @@ for _name in MODELS[1:]:                      # every model but bert-single can 
 
 
 def preset_fields(name: str, preset: str, **overrides) -> dict:
-    """The context fields of model ``name`` under ``preset``, with ``overrides`` applied and checked."""
+    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
+    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
     if preset not in PRESETS:
         raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
     fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
     if fields["lambda_bias"] is None:
         fields["lambda_bias"] = name == "qacg-bert"
-    fields["head_lr"] = HEAD_LR.get(name)
+    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in MODEL_FIELDS.get(name, ()) and k != "joint_tau"})
+    if "head_lr" in fields:
+        fields["head_lr"] = HEAD_LR[name]
+    known = {**FIELDS, **OTHER_FIELDS}
     for key, value in overrides.items():
-        if key not in FIELDS:
-            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(FIELDS)}")
+        if key not in known:
+            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(known)}")
         if key not in MODEL_FIELDS.get(name, ()):
             raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
                             f"{', '.join(MODEL_FIELDS.get(name, ())) or 'no model fields'}")
-        allowed = FIELDS[key][2]
+        allowed = known[key][2]
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
         ok = value in allowed if isinstance(allowed, tuple) else (
             isinstance(value, bool) if allowed is bool else isinstance(value, str) if allowed is str else
@@ -129,7 +134,7 @@ def preset_fields(name: str, preset: str, **overrides) -> dict:
             raise AbsaError(f"model override {key}={value!r} is invalid; expected "
                             f"{' or '.join(allowed) if isinstance(allowed, tuple) else allowed.__name__}")
         fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
-    if not 0 < fields["joint_tau"] < 1:
+    if not 0 < fields.get("joint_tau", 0.5) < 1:
         raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
     return fields
 
@@ -314,7 +319,7 @@ def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int
     fields = preset_fields(name, preset, **overrides)
     for key, value in {**fields, "absa_model": name, "absa_preset": preset, "absa_backbone": str(backbone),
                        "num_labels": num_labels, "num_contexts": num_contexts, "num_aspects": num_aspects,
-                       "absa_objective": objective,
+                       "absa_objective": objective, "joint_tau": fields.get("joint_tau", OTHER_FIELDS["joint_tau"][0]),
                        "none_label": num_labels - 1 if none_label is None else none_label}.items():
         setattr(config, key, value)
     return config
