@@ -13,6 +13,9 @@
 
   The official notebook hard-codes c = Positive and batch size 1; here c is an argument and each
   example of a batch gets its own relevance (examples do not interact in eval mode).
+- :func:`extract_attention`: the attention maps the other attention systems return (ATAE-LSTM's α,
+  MAN's aspect heads, OA's query-axis and self-attention weights), and :func:`token_attention`,
+  one weight per token for comparing where each model looks (notebook 06).
 """
 
 from __future__ import annotations
@@ -93,3 +96,39 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
         model.train(was_training)
     relevance = grad.float().pow(2).sum(-1) * inputs["attention_mask"].float()  # (B, T)
     return (relevance / relevance.amax(dim=1, keepdim=True).clamp_min(1e-30)).cpu()
+
+
+@torch.no_grad()
+def extract_attention(model, batch: dict) -> dict[str, torch.Tensor]:
+    """The ``attentions`` of an AT/ATAE-LSTM, MAN-BERT or OA-BERT forward pass in eval mode.
+
+    Returns:
+        Always ``token_weights`` (B, T); MAN also ``beta`` (B, k, T) and ``self_attention``
+        (B, k, T, T); OA ``oa`` (B, h, T, m) and ``self_attention`` (B, h, T, T) of its last block.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        out = model(**_inputs(model, batch))
+    finally:
+        model.train(was_training)
+    if not out.attentions:
+        name = getattr(model, "name", type(model).__name__)
+        raise AbsaError(f"{name} returns no attention maps (AE-LSTM and the plain BERT models have none)")
+    return {k: v.detach().contiguous() for k, v in out.attentions.items()}
+
+
+def token_attention(model, batch: dict) -> torch.Tensor:
+    """One attention weight per token (B, T), 0 at padding: where each model looks.
+
+    AT/ATAE-LSTM: α. MAN-BERT: w^a = β^a A^a of the example's aspect. OA-BERT: the [CLS] row of
+    its last self-attention (the readout position), mean over heads. CG-BERT / QACG-BERT: the
+    [CLS] row of the last layer's attention (QACG: Â, which can be negative), mean over heads.
+    The models normalise differently (Â rows need not sum to 1); compare shapes, not scales.
+    """
+    if getattr(model, "uses_context", False):
+        last = extract_components(model, batch)[-1]
+        weights = (last["a_hat"] if "a_hat" in last else last["attention"])[:, :, 0, :].mean(1)
+    else:
+        weights = extract_attention(model, batch)["token_weights"]
+    return (weights.float() * batch["attention_mask"].to(weights.device).float()).cpu()

@@ -30,6 +30,7 @@ from absa_lib.grid import (  # noqa: F401  (re-exported for the notebooks)
     export_records,
     flatten,
     make_configs,
+    other_attention_specs,
     run_grid,
     run_label,
     run_with_checkpoint,

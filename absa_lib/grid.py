@@ -28,10 +28,11 @@ class Spec:
     sampler: str = "uniform"
     model_overrides: dict = field(default_factory=dict)
     change: str = ""                 # what differs from the reference setting (ablations)
+    objective: str = "single"        # single | joint | joint-dwa (absa_lib.models.joint)
 
     def filters(self) -> dict:
         return {"model": self.model, "aux": self.aux, "preset": self.preset, "sampler": self.sampler,
-                "model_overrides": dict(self.model_overrides)}
+                "model_overrides": dict(self.model_overrides), "objective": self.objective}
 
 
 def table_specs(dataset: str, models: tuple[str, ...]) -> list[Spec]:
@@ -57,6 +58,24 @@ def ablation_specs() -> list[Spec]:
         Spec("CG-BERT (aux), tanh gate", "cg-bert", "NLI-M", change="CG reference: paper's tanh gate (Eq. 3)"),
         Spec("CG-BERT (aux), sigmoid gate", "cg-bert", "NLI-M", model_overrides={"gate_activation": "sigmoid"},
              change="official code's sigmoid gate"),
+    ]
+
+
+def other_attention_specs(dataset: str) -> list[Spec]:
+    """06_other_attention: the other attention systems, beside the BERT-pair, CG-BERT and QACG-BERT
+    rows of the main grid (shared with 02/03), and QACG-BERT under the joint objectives."""
+    new = "new in 06"
+    return table_specs(dataset, ("bert-pair", "cg-bert", "qacg-bert")) + [
+        Spec("ATAE-LSTM", "atae-lstm", "none", change=f"{new}: frozen word vectors, aspect in input and attention"),
+        Spec("AE-LSTM", "ae-lstm", "none", change=f"{new}: aspect in the LSTM input only"),
+        Spec("AT-LSTM", "at-lstm", "none", change=f"{new}: aspect in the attention score only"),
+        Spec("MAN-BERT", "man-bert", "none", change=f"{new}: k aspect heads, orthogonality regulariser eq9"),
+        Spec("OA-BERT", "oa-bert", "none", change=f"{new}: OA-EMB, query = target and aspect embeddings"),
+        Spec("OA-BERT (auxiliary sentences)", "oa-bert", "NLI-M", change=f"{new}: OA-EMB, query = auxiliary sentence"),
+        Spec("QACG-BERT, joint", "qacg-bert", "none", objective="joint",
+             change=f"{new}: aspect and sentiment heads, L = L_cat + L_sent"),
+        Spec("QACG-BERT, joint + dynamic weights", "qacg-bert", "none", objective="joint-dwa",
+             change=f"{new}: task weights from the dev losses after each epoch"),
     ]
 
 

@@ -1,7 +1,7 @@
 """The grid runner: train every run of a profile before the notebooks read them.
 
 A profile (``params/<name>.yaml``) defines a grid of runs: the table rows of both datasets (every
-seed) and the ablations. Each grid *cell* is one run, i.e. one ``absa train`` command, so cells can
+seed), the ablations, and the other attention systems (notebook 06). Each grid *cell* is one run, i.e. one ``absa train`` command, so cells can
 run anywhere: here as a queue of processes, or as a cluster array job (``--cell K``). The notebooks
 then find the finished runs in the run cache and train only what is missing.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from absa_lib.errors import AbsaError
 
-PARTS = ("tables", "ablations")
+PARTS = ("tables", "ablations", "other")    # notebooks 02-03, 04, 06
 TABLE_MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
 
 
@@ -45,7 +45,7 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
     """The runs of a profile, each once, ordered seed by seed (all tables, then the ablations, of the
     first seed before any run of the next), so that a budget cut short still has whole seeds."""
     from absa_lib.companion import train_base
-    from absa_lib.grid import ablation_specs, make_configs, table_specs
+    from absa_lib.grid import ablation_specs, make_configs, other_attention_specs, table_specs
 
     unknown = set(parts) - set(PARTS)
     if unknown:
@@ -60,6 +60,10 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
         for spec in ablation_specs():
             cells += [Cell("ablations", spec.label, c) for c in
                       make_configs(spec, params["ablation_dataset"], params["ablation_seeds"], **base)]
+    if "other" in parts:
+        for dataset in params["datasets"]:
+            for spec in other_attention_specs(dataset):
+                cells += [Cell("other", spec.label, c) for c in make_configs(spec, dataset, params["seeds"], **base)]
     seeds = list(dict.fromkeys([*params["seeds"], *params["ablation_seeds"]]))
     cells.sort(key=lambda c: (seeds.index(c.config.seed), PARTS.index(c.part)))      # stable
     unique, seen = [], set()

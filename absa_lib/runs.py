@@ -170,7 +170,10 @@ def load_run(path: str | os.PathLike) -> Run:
 
 
 def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
-    """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value)."""
+    """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value); a field
+    a record lacks (written before the field existed) has its neutral default."""
+    from absa_lib.train import NEUTRAL_DEFAULTS
+
     runs = []
     for cfg in sorted(Path(runs_dir).glob("**/config.json")):
         if cfg.parent.name in ("best", "last"):
@@ -179,7 +182,7 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
             run = load_run(cfg.parent)
         except AbsaError:
             continue
-        if all(run.config.get(k) == v for k, v in filters.items()):
+        if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
             runs.append(run)
     return runs
 

@@ -108,7 +108,8 @@ PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
 }
 
 # What makes a run part of the main grid (the tables): the paper preset, uniform sampling, no overrides.
-MAIN_GRID = {"preset": "paper", "sampler": "uniform", "model_overrides": {}}
+MAIN_GRID = {"preset": "paper", "sampler": "uniform", "model_overrides": {}, "objective": "single"}
+_ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a field a run record lacks
 # Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
 GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
                 "head_lr_mult", "precision", "group_by_length",
@@ -142,7 +143,7 @@ def matches(config: dict, row: PaperRow, dataset: str) -> bool:
     """Whether a run's config reproduces ``row`` (main grid only)."""
     return (row.model is not None and config.get("dataset") == dataset and config.get("model") == row.model
             and config.get("aux") == row.aux
-            and all((config.get(k) or ({} if k == "model_overrides" else None)) == v for k, v in MAIN_GRID.items()))
+            and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
 
 
 def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[float, float]]:

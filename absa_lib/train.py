@@ -37,7 +37,8 @@ SAMPLERS = ("uniform", "balanced")
 SCHEDULES = ("linear", "constant")
 # Fields added after the first runs were recorded. At these values they reproduce the earlier
 # behaviour, so they are left out of the run identity and earlier runs keep their ids.
-NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0}
+NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0,
+                    "objective": "single"}
 # Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
 # for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
 HEAD_PREFIXES = ("classifier", "bert.pooler", "context_embeddings")
@@ -70,14 +71,17 @@ class TrainConfig:
     max_train_examples: int | None = None   # a seeded (seed 0) subset, the same for every run seed
     max_eval_examples: int | None = None    # the first examples (whole groups) of dev and test
     model_overrides: dict = field(default_factory=dict)
+    objective: str = "single"       # single C-way head | joint | joint-dwa (absa_lib.models.joint)
 
     def __post_init__(self) -> None:
         from absa_lib.models import MODELS, PRESETS
+        from absa_lib.models.joint import OBJECTIVES
 
         checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
                   ("preset", self.preset, PRESETS), ("aux", self.aux, D.INPUT_VARIANTS),
                   ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
-                  ("precision", self.precision, PRECISIONS)]
+                  ("precision", self.precision, PRECISIONS),
+                  ("objective", self.objective, OBJECTIVES)]
         for name, value, allowed in checks:
             if value not in allowed:
                 raise AbsaError(f"{name}={value!r} is not one of {', '.join(allowed)}")
@@ -94,6 +98,9 @@ class TrainConfig:
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
         if self.model == "bert-pair" and self.aux in ("none", "single"):
             raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
+        if self.objective != "single" and (self.model == "bert-single" or self.aux in D.B_VARIANTS):
+            raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
+                            "bert-single, and aux none, single, NLI-M or QA-M")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -181,14 +188,17 @@ def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: i
 
 
 def _optimizer(model, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW; weight decay except on biases and LayerNorm; the head's rate × ``head_lr_mult``."""
+    """AdamW; weight decay except on biases and LayerNorm. Base rates: ``config.lr``, or the model's
+    own ``head_lr`` for the new layers of ATAE, MAN and OA; × ``head_lr_mult`` for the head."""
+    head_lr = getattr(model, "head_lr", None)
     groups = {}
     for name, p in model.named_parameters():
         if p.requires_grad:
             decay = not (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name)
-            mult = config.head_lr_mult if _is_head(name) else 1.0
-            group = groups.setdefault((decay, mult), {"params": [], "lr_mult": mult,
-                                                     "weight_decay": config.weight_decay if decay else 0.0})
+            lr = head_lr if head_lr and not name.startswith("bert.") else config.lr
+            lr *= config.head_lr_mult if _is_head(name) else 1.0
+            group = groups.setdefault((decay, lr), {"params": [], "base_lr": lr,
+                                                    "weight_decay": config.weight_decay if decay else 0.0})
             group["params"].append(p)
     try:      # the fused kernel: one pass over all tensors (~5x faster than for-each on a CPU)
         return torch.optim.AdamW(list(groups.values()), lr=config.lr, eps=config.adam_eps, fused=True)
@@ -285,7 +295,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
 
     Returns the :class:`Run`; ``run.cached`` is True when an identical finished run was found.
     """
-    from absa_lib.models import build_model, load_tokenizer
+    from absa_lib.models import build_model, joint, load_tokenizer
     from absa_lib.models.per_context import build_per_context
     from absa_lib.predictions import write_predictions
 
@@ -311,7 +321,8 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     build = build_per_context if config.model == "bert-single" else partial(build_model, config.model)
     model = build(backbone=config.backbone, preset=config.preset,
                   num_labels=D.variant_num_labels(config.dataset, config.aux),
-                  num_contexts=D.num_contexts(config.dataset), **config.model_overrides).to(device)
+                  num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
+                  **config.model_overrides).to(device)
     optimizer = _optimizer(model, config, device)
 
     from absa_lib.metrics import SELECTION_METRIC, compute_metrics
@@ -339,7 +350,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         for _, batch in batches(train_enc, epoch_batches(config, train_enc, epoch), pad_id):
             factor = lr_factor(state["step"], total_steps, config.warmup, config.schedule)
             for group in optimizer.param_groups:
-                group["lr"] = config.lr * group["lr_mult"] * factor
+                group["lr"] = group["base_lr"] * factor
             batch = {k: v.to(device) for k, v in batch.items()}
             with autocast(device, config.precision):
                 loss = model(**batch).loss
@@ -359,6 +370,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             gold = np.array([e.label_id for e in examples])
             row[split] = compute_metrics(config.dataset, gold, probs[split])
         row["eval_seconds"] = time.time() - t0
+        row.update(joint.end_of_epoch(model, config, splits["dev"][0], probs["dev"]))   # task weights
         state["epochs"].append(row)
         if not state["best"] or row["dev"][sel_metric] > state["best"]["dev"][sel_metric]:
             state["best"] = row

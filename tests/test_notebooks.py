@@ -32,6 +32,10 @@ EXPECTED = {
     "04_ablations": ["results/ablations.csv", "results/ablations.md", "figures/ablations.png", "figures/ablations.pdf"],
     "05_figures": [f"{folder}/{name}.{ext}" for name in ("fig3_relevance", "fig4_histograms", "fig5_attention")
                    for folder, ext in (("figures", "png"), ("figures", "pdf"), ("results/analysis", "json"))],
+    "06_other_attention": ["results/other_attention_sentihood.csv", "results/other_attention_sentihood.md",
+                           "results/other_attention_semeval.csv", "results/other_attention_semeval.md",
+                           "results/analysis/other_attention.json", "figures/other_attention_maps.png",
+                           "figures/other_attention_maps.pdf"],
 }
 
 

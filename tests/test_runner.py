@@ -27,11 +27,13 @@ def test_every_cell_is_one_train_command_that_rebuilds_its_config(profile, tmp_p
     cells = profile_cells(params)
     n_seeds, n_abl = len(params["seeds"]), len(params["ablation_seeds"])
     # 6 table runs per dataset and seed; 7 ablations, 3 of which are table runs (QACG with and without
-    # the auxiliary sentence, CG with it) when the ablation dataset and seeds are among the tables'
+    # the auxiliary sentence, CG with it)
+    # (the ablation dataset and seeds are among the tables'); notebook 06 adds 8 specs per dataset
     n_tables = 6 * n_seeds * len(params["datasets"])
     assert sum(c.part == "tables" for c in cells) == n_tables
     assert set(params["ablation_seeds"]) <= set(params["seeds"])
-    assert len(cells) == n_tables + 4 * n_abl
+    assert sum(c.part == "ablations" for c in cells) == 4 * n_abl
+    assert sum(c.part == "other" for c in cells) == 8 * n_seeds * len(params["datasets"])
     keys = [json.dumps(c.config.to_dict(), sort_keys=True) for c in cells]
     assert len(set(keys)) == len(keys)
     first_seed = params["seeds"][0]
@@ -49,7 +51,7 @@ def test_unknown_part_and_bad_train_options_are_refused():
         profile_cells({**params, "train_options": {"epocs": 3}})
     with pytest.raises(AbsaError, match="'seed'"):
         profile_cells({**params, "train_options": {"seed": 3}})
-    assert set(PARTS) == {"tables", "ablations"}
+    assert set(PARTS) == {"tables", "ablations", "other"}
 
 
 @pytest.mark.usefixtures("real_data_dir")

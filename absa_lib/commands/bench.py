@@ -155,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     for name in args.model:
         model = build_model(name, backbone=args.backbone, preset=args.preset,
                             num_labels=D.variant_num_labels(args.dataset, args.aux),
-                            num_contexts=D.num_contexts(args.dataset)).to(device)
+                            num_contexts=D.num_contexts(args.dataset),
+                            num_aspects=D.group_size(args.dataset)).to(device)
         opt = _adamw(model)
         for label, (precision, _) in settings.items():
             for batch in data[label][0]:

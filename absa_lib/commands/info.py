@@ -20,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(default: bert-base-random)")
     p.add_argument("--num-labels", type=int, default=3, help="classifier outputs (3 SentiHood, 5 SemEval)")
     p.add_argument("--num-contexts", type=int, default=8, help="context ids (8 SentiHood, 5 SemEval)")
+    p.add_argument("--num-aspects", type=int, default=None,
+                   help="aspects per target (man-bert has one head each; default 4 with 8 contexts, else "
+                   "the number of contexts)")
     p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                    help="override model fields, e.g. quasi=false quasi_proj=per_head init_std=0.02")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -54,18 +57,20 @@ def run(args: argparse.Namespace) -> int:
 
     from absa_lib.models.absa_model import (
         MODEL_FIELDS,
-        AbsaModel,
         count_parameters,
+        model_class,
         model_config,
         parameter_breakdown,
     )
 
+    aspects = args.num_aspects or (4 if args.num_contexts == 8 else args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
-                          num_contexts=args.num_contexts, preset=args.preset, **parse_overrides(args.set))
+                          num_contexts=args.num_contexts, preset=args.preset, num_aspects=aspects,
+                          **parse_overrides(args.set))
     with torch.device("meta"):
-        model = AbsaModel(config)
-    uses_context = model.uses_context
-    info = {"model": args.model, "preset": args.preset if uses_context else None, "backbone": args.backbone,
+        model = model_class(args.model)(config)
+    uses_context = model.uses_context or args.model not in ("bert-single", "bert-pair")
+    info = {"model": args.model, "preset": args.preset if model.uses_context else None, "backbone": args.backbone,
             "num_labels": args.num_labels, "num_contexts": args.num_contexts if uses_context else None,
             "parameters": count_parameters(model), "breakdown": parameter_breakdown(model),
             "fields": {k: getattr(config, k) for k in MODEL_FIELDS.get(args.model, ())},
@@ -73,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    preset = f" ({args.preset} preset)" if uses_context else ""
+    preset = f" ({args.preset} preset)" if model.uses_context else ""
     print(f"{args.model}{preset} on {args.backbone}: {info['parameters']:,} parameters")
     for name, n in info["breakdown"].items():
         print(f"  {name:<26} {n:>13,}")

@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Train a model. A run with the same configuration is returned from "
                        "the cache instantly (unless --force); an interrupted run resumes.")
     p.add_argument("--dataset", required=True, help="sentihood | semeval")
-    p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert")
+    p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert | atae-lstm | "
+                   "ae-lstm | at-lstm | man-bert | oa-bert")
     p.add_argument("--preset", default=_DEFAULTS.preset, help="paper (default) | official")
     p.add_argument("--aux", default=None,
                    help="input variant: NLI-M (default; 'single' for bert-single) | QA-M | NLI-B | QA-B | none | single")
@@ -30,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", type=float, default=_DEFAULTS.lr)
     p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length)
     p.add_argument("--sampler", default=_DEFAULTS.sampler, help="uniform (default) | balanced (official code)")
+    p.add_argument("--objective", default=_DEFAULTS.objective,
+                   help="single (default: one C-way head) | joint (aspect + sentiment heads) | joint-dwa "
+                   "(joint with dynamic task weights from the dev losses)")
     p.add_argument("--max-train-examples", type=int, default=None, help="train on a seeded subset")
     p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate on the first K dev/test examples")
     p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size)
@@ -80,7 +84,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         weight_decay=args.weight_decay, adam_eps=args.adam_eps, max_grad_norm=args.max_grad_norm,
         schedule=args.schedule, head_lr_mult=args.head_lr_mult, precision=args.precision,
         group_by_length=args.group_by_length,
-        model_overrides=_overrides(args.override))
+        model_overrides=_overrides(args.override), objective=args.objective)
 
 
 def run(args: argparse.Namespace) -> int:

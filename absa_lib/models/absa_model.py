@@ -62,10 +62,11 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from absa_lib.errors import AbsaError
-from absa_lib.models import backbones
+from absa_lib.models import backbones, joint
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention
 
-MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
+MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert", "atae-lstm", "ae-lstm", "at-lstm", "man-bert",
+          "oa-bert")    # the last five: absa_lib.models.alstm, .man, .orthogonal (docs/other_attention.md)
 PRESETS = ("paper", "official")
 ATTENTION = {"cg-bert": CGBertSelfAttention, "qacg-bert": QACGBertSelfAttention}
 FIELDS = {  # field: (paper, official, allowed values or type)
@@ -79,45 +80,87 @@ FIELDS = {  # field: (paper, official, allowed values or type)
     "context_residual": (True, True, bool),
     "pooling": ("cls", "cls", ("cls", "mean")),
 }
+OTHER_FIELDS = {  # the other attention systems' fields (one default for both presets; see their modules)
+    "head_lr": (None, None, float),            # None: the model's own (ATAE 1e-3, MAN and OA 1e-4)
+    "joint_tau": (0.5, 0.5, float),            # presence threshold of the joint objective
+    "alstm_hidden": (300, 300, int),
+    "alstm_aspect_dim": (300, 300, int),
+    "alstm_score": ("paper", "paper", ("paper", "joint")),
+    "alstm_vectors": ("", "", str),            # a GloVe text file; "": the backbone's input embeddings
+    "man_lambda": (0.5, 0.5, float),
+    "man_ortho": ("eq9", "eq9", ("eq9", "eq9_split", "none", "code_literal")),
+    "man_query": ("mean", "mean", ("mean", "input_emb")),
+    "man_target": ("embedding", "embedding", ("embedding", "none")),
+    "man_rank": (0, 0, int),                   # 0: full-rank W_α, W_β; r > 0: W = P Qᵀ of rank r
+    "oa_variant": ("emb", "emb", ("emb", "em")),
+    "oa_layers": (2, 2, int),
+    "oa_block": ("standard", "standard", ("standard", "paper_literal")),
+    "oa_mask_context": (True, True, bool),     # False: PyTorchNLP's unmasked dot attention in OA-EMB
+    "oa_pool": ("cls", "cls", ("cls", "masked_mean")),
+}
+HEAD_LR = {"atae-lstm": 1e-3, "ae-lstm": 1e-3, "at-lstm": 1e-3, "man-bert": 1e-4, "oa-bert": 1e-4}
+_ALSTM = ("alstm_hidden", "alstm_aspect_dim", "alstm_vectors", "head_lr")
 MODEL_FIELDS = {  # the fields each model reads
     "bert-single": ("pooling",),
     "bert-pair": ("pooling",),
     "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual", "pooling"),
     "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "init_std", "lambda_init_std", "quasi",
                   "context_residual", "pooling"),
+    "atae-lstm": _ALSTM + ("alstm_score",),
+    "ae-lstm": _ALSTM,
+    "at-lstm": _ALSTM + ("alstm_score",),
+    "man-bert": ("man_lambda", "man_ortho", "man_query", "man_target", "man_rank", "head_lr"),
+    "oa-bert": ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool", "head_lr"),
 }
+for _name in MODELS[1:]:                      # every model but bert-single can take the joint objective
+    MODEL_FIELDS[_name] = MODEL_FIELDS.get(_name, ()) + ("joint_tau",)
 
 
 def preset_fields(name: str, preset: str, **overrides) -> dict:
-    """The context fields of model ``name`` under ``preset``, with ``overrides`` applied and checked."""
+    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
+    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
     if preset not in PRESETS:
         raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
     fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
     if fields["lambda_bias"] is None:
         fields["lambda_bias"] = name == "qacg-bert"
+    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in MODEL_FIELDS.get(name, ()) and k != "joint_tau"})
+    if "head_lr" in fields:
+        fields["head_lr"] = HEAD_LR[name]
+    known = {**FIELDS, **OTHER_FIELDS}
     for key, value in overrides.items():
-        if key not in FIELDS:
-            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(FIELDS)}")
+        if key not in known:
+            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(known)}")
         if key not in MODEL_FIELDS.get(name, ()):
             raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
                             f"{', '.join(MODEL_FIELDS.get(name, ())) or 'no model fields'}")
-        allowed = FIELDS[key][2]
+        allowed = known[key][2]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
         ok = value in allowed if isinstance(allowed, tuple) else (
-            isinstance(value, bool) if allowed is bool else isinstance(value, (int, float)) and value >= 0)
+            isinstance(value, bool) if allowed is bool else isinstance(value, str) if allowed is str else
+            number and value == int(value) if allowed is int else number)
         if not ok:
             raise AbsaError(f"model override {key}={value!r} is invalid; expected "
                             f"{' or '.join(allowed) if isinstance(allowed, tuple) else allowed.__name__}")
-        fields[key] = float(value) if allowed is float else value
+        fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
+    if not 0 < fields.get("joint_tau", 0.5) < 1:
+        raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
     return fields
 
 
 @dataclass
 class AbsaOutput:
-    """``logits`` (B, C); ``loss`` (scalar) when labels were given; ``components`` per layer when asked."""
+    """``logits`` (B, C); ``loss`` (scalar) when labels were given; ``components`` per layer when asked.
+
+    ``aux_losses``: unweighted regularisers already included in ``loss`` (MAN: ``ortho``);
+    ``attentions``: the attention maps of the other attention systems (see their modules).
+    """
 
     logits: torch.Tensor
     loss: torch.Tensor | None = None
     components: list[dict[str, torch.Tensor]] | None = None
+    aux_losses: dict[str, torch.Tensor] | None = None
+    attentions: dict[str, torch.Tensor] | None = None
 
 
 class AbsaModel(nn.Module):
@@ -144,6 +187,7 @@ class AbsaModel(nn.Module):
             self.context_embeddings = nn.Embedding(config.num_contexts, d)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(d, config.num_labels)
+        joint.add_task_weights(self)
         self._init_new_weights()
 
     @torch.no_grad()
@@ -161,6 +205,16 @@ class AbsaModel(nn.Module):
                 nn.init.normal_(module.weight, std=std)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
+
+    @classmethod
+    def from_backbone(cls, config: BertConfig, backbone: str) -> AbsaModel:
+        """The model of ``config`` with the backbone's pretrained weights (key-checked; none for the
+        random backbones)."""
+        model = cls(config)
+        path = backbones.backbone_dir(backbone)
+        if path is not None:
+            backbones.load_backbone_weights(model.bert, path, model.new_keys())
+        return model
 
     def new_keys(self) -> set[str]:
         """Keys of ``self.bert`` that are not BERT's own (the context layers inside attention)."""
@@ -190,7 +244,7 @@ class AbsaModel(nn.Module):
         else:
             pooled = out.pooler_output                                             # tanh(W_p h_[CLS] + b_p)
         logits = self.classifier(self.dropout(pooled))                             # (B, C)
-        loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        logits, loss = joint.head(self, logits, labels)                            # cross-entropy or joint
         return AbsaOutput(logits=logits, loss=loss, components=components)
 
     def save_pretrained(self, directory: str | os.PathLike) -> None:
@@ -221,7 +275,7 @@ class AbsaModel(nn.Module):
         if getattr(config, "absa_model", None) not in MODELS:
             raise AbsaError(f"{directory / 'config.json'}: absa_model is missing or not one of "
                             f"{', '.join(MODELS)}; not a model saved by absa_lib")
-        model = cls(config)
+        model = model_class(config.absa_model)(config)
         model.load_checked(load_file(directory / "model.safetensors"), str(directory / "model.safetensors"))
         return model.eval()
 
@@ -263,22 +317,45 @@ class AbsaModel(nn.Module):
 
 
 def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int,
-                 preset: str = "paper", **overrides) -> BertConfig:
+                 preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
+                 none_label: int | None = None, **overrides) -> BertConfig:
     """The backbone's ``BertConfig`` with the model fields set (see :func:`build_model`)."""
     if name not in MODELS:
         raise AbsaError(f"model {name!r} is not one of {', '.join(MODELS)}")
     if num_labels < 1 or num_contexts < 1:
         raise AbsaError(f"num_labels and num_contexts must be positive, got {num_labels} and {num_contexts}")
+    num_aspects = num_aspects or num_contexts
+    if num_contexts % num_aspects:
+        raise AbsaError(f"num_contexts={num_contexts} is not a multiple of num_aspects={num_aspects}")
+    if objective not in joint.OBJECTIVES:
+        raise AbsaError(f"objective={objective!r} is not one of {', '.join(joint.OBJECTIVES)}")
     config = backbones.backbone_config(backbone)
     fields = preset_fields(name, preset, **overrides)
     for key, value in {**fields, "absa_model": name, "absa_preset": preset, "absa_backbone": str(backbone),
-                       "num_labels": num_labels, "num_contexts": num_contexts}.items():
+                       "num_labels": num_labels, "num_contexts": num_contexts, "num_aspects": num_aspects,
+                       "absa_objective": objective, "joint_tau": fields.get("joint_tau", OTHER_FIELDS["joint_tau"][0]),
+                       "none_label": num_labels - 1 if none_label is None else none_label}.items():
         setattr(config, key, value)
     return config
 
 
+def model_class(name: str) -> type[AbsaModel]:
+    """The class that implements model ``name`` (the other attention systems live in their modules)."""
+    if name.endswith("-lstm"):
+        from absa_lib.models.alstm import ALSTMModel
+        return ALSTMModel
+    if name == "man-bert":
+        from absa_lib.models.man import MANBertModel
+        return MANBertModel
+    if name == "oa-bert":
+        from absa_lib.models.orthogonal import OABertModel
+        return OABertModel
+    return AbsaModel
+
+
 def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
-                preset: str = "paper", **overrides) -> AbsaModel:
+                preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
+                none_label: int | None = None, **overrides) -> AbsaModel:
     """Build model ``name`` on ``backbone`` with pretrained weights (random for the random backbones).
 
     Args:
@@ -287,18 +364,19 @@ def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
         num_labels: classifier outputs (3 SentiHood, 5 SemEval, 2 for the B variants).
         num_contexts: rows of the context embedding table (8 SentiHood, 5 SemEval).
         preset: ``paper`` or ``official`` (see the module docstring); ignored by the plain BERT models.
+        num_aspects: aspects per target (4 SentiHood, 5 SemEval; default ``num_contexts``): context id
+            c = num_aspects · t + a. MAN-BERT has one head per aspect, OA-BERT embeds t and a.
+        objective: ``single`` (one C-way head), ``joint`` or ``joint-dwa`` (:mod:`absa_lib.models.joint`).
+        none_label: index of the "none" class (joint objective; default the last class).
         **overrides: any field of :data:`FIELDS`, e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
 
     Returns:
         The model, in train mode. New layers are initialised as the preset says.
     """
     config = model_config(name, backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
-                          preset=preset, **overrides)
-    model = AbsaModel(config)
-    path = backbones.backbone_dir(backbone)
-    if path is not None:
-        backbones.load_backbone_weights(model.bert, path, model.new_keys())
-    return model
+                          preset=preset, num_aspects=num_aspects, objective=objective, none_label=none_label,
+                          **overrides)
+    return model_class(name).from_backbone(config, backbone)
 
 
 def parameter_breakdown(model: AbsaModel) -> dict[str, int]:
@@ -311,8 +389,10 @@ def parameter_breakdown(model: AbsaModel) -> dict[str, int]:
                  "context projections U/Z" if leaf.startswith("context_for_") else
                  "gates λ" if leaf.startswith("lambda_") else
                  "context embeddings" if key.startswith("context_embeddings") else
-                 "classifier" if key.startswith("classifier") else "bert " + key.split(".")[1])
-        groups[group] += p.numel()
+                 "classifier" if key.startswith("classifier") else
+                 "bert " + key.split(".")[1] if key.startswith("bert.") else getattr(model, "GROUPS", {}).get(
+                     key.split(".")[0], key.split(".")[0]))
+        groups[group] = groups.get(group, 0) + p.numel()
     return {k: v for k, v in groups.items() if v}
 
 

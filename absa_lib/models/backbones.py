@@ -162,13 +162,15 @@ def _hf_name(key: str) -> str:
     return key
 
 
-def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str]) -> None:
+def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str], skip: tuple[str, ...] = ()) -> None:
     """Load pretrained BERT weights into ``bert`` and check that every backbone key matched.
 
     Args:
         bert: a ``BertModel`` (possibly with swapped attention modules).
         path: a model directory with safetensors weights.
         new_keys: keys of ``bert`` that are new (context layers), hence absent from the checkpoint.
+        skip: prefixes of checkpoint keys that ``bert`` deliberately lacks (``pooler.`` for models
+            that read the encoder's states without the pooler).
 
     Raises:
         AbsaError: a backbone key is missing from the checkpoint, a checkpoint key is unknown, or a
@@ -176,8 +178,8 @@ def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str])
     """
     state = {}
     for key, value in read_weights(path).items():
-        if key.startswith("cls.") or key.endswith(_HARMLESS):
-            continue                             # pretraining heads, position_ids buffer
+        if key.startswith("cls.") or key.endswith(_HARMLESS) or _hf_name(key).startswith(skip or ("cls.",)):
+            continue                             # pretraining heads, position_ids buffer, skipped parts
         state[_hf_name(key)] = value
     expected = {k: v for k, v in bert.state_dict().items() if k not in new_keys}
     missing = sorted(set(expected) - set(state))
