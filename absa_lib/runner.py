@@ -198,3 +198,14 @@ def recorded_cost(runs_dir: Path) -> dict:
         devices.add(env.get("gpu") or f"{env.get('processor') or 'cpu'} ({env.get('cpu_count')} cores, "
                     f"{env.get('torch_threads')} threads)")
     return {"runs": n, "hours": seconds / 3600, "devices": sorted(devices)}
+
+
+def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]:
+    """Copy the records (config, metrics, env JSON; no weights) of the cells' finished runs into
+    ``<dest>/runs/<dataset>/<model>/<run_id>/``: how a session adds its runs to ``results/reference``."""
+    from absa_lib.grid import export_records
+    from absa_lib.runs import load_run
+    from absa_lib.train import is_finished, run_path
+
+    finished = [load_run(run_path(c.config, runs_dir)) for c in cells if is_finished(c.config, runs_dir)]
+    return export_records(finished, dest)

@@ -71,5 +71,9 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "config.json").read_text())["group_by_length"]
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", str(tmp_path / "ref")]) == 0
+    exported = sorted(p.relative_to(tmp_path / "ref") for p in (tmp_path / "ref").rglob("*.json"))
+    assert [p.name for p in exported] == ["config.json", "env.json", "metrics.json"]   # the one finished run
+    assert exported[0].parts[:3] == ("runs", "semeval", run.split("/")[-2])
     assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
     assert "out of range" in capsys.readouterr().err

@@ -4,6 +4,7 @@
     absa grid --profile gpu --workers 4       # 4 concurrent runs per visible GPU
     absa grid --profile gpu --list            # one `absa train` command per cell
     absa grid --profile gpu --cell 7          # only cell 7 (e.g. $SLURM_ARRAY_TASK_ID)
+    absa grid --profile cpu --export results/reference   # copy finished runs' records (no weights)
 
 Finished runs are skipped, interrupted ones resume. The summary goes to
 ``<runs_dir>/grid_summary_<profile>.json``.
@@ -29,6 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="print one `absa train` command per cell and exit")
     p.add_argument("--count", action="store_true", help="print the number of cells and exit")
     p.add_argument("--cell", type=int, default=None, help="run only this cell (0-based; array jobs)")
+    p.add_argument("--export", metavar="DIR", default=None,
+                   help="train nothing: copy the records of the grid's finished runs to DIR/runs/ "
+                        "(e.g. results/reference)")
     p.set_defaults(func=run)
 
 
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.companion import resolve_dir
     from absa_lib.device import default_device
     from absa_lib.errors import AbsaError
-    from absa_lib.runner import profile_cells, run_cells, train_argv, write_summary
+    from absa_lib.runner import export_finished, profile_cells, run_cells, train_argv, write_summary
 
     name, params = _params(args.profile)
     if not params.get("allow_training", True):
@@ -70,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         for cell in cells:
             print(shlex.join(train_argv(cell.config, runs_dir, data_dir)))
+        return 0
+    if args.export:
+        written = export_finished(cells, runs_dir, resolve_dir(args.export))
+        print(f"[grid] exported {len(written)} record files of finished runs to {args.export}/runs")
         return 0
     if args.cell is not None:
         if not 0 <= args.cell < len(cells):
