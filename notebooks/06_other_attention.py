@@ -265,15 +265,19 @@ fig_grid = C.run_grid(fig_specs, ["sentihood"], seeds[:1], BASE, DIRS.runs, allo
 chosen = {s.label: C.run_with_checkpoint(fig_grid[("sentihood", s.label)]) for s in fig_specs}
 ready = allow_training and all(r is not None for r in chosen.values())
 META = {label: r.run_id for label, r in chosen.items() if r is not None} if ready else {}
-data, path = C.compute_or_load("other_attention.json", DIRS, lambda: comparison.attention_comparison(
-    {label: r.load_model("best").eval() for label, r in chosen.items()},
-    load_tokenizer(next(iter(chosen.values())).config["backbone"]), find_example(test, FIG5_EXAMPLE),
-    max_length=max_length), ready, META)
-OUTPUTS.append(path)
-print(f"gold {data['gold']}; predicted", data["predicted"])
-title = f"{data['target']} · {data['aspect']}: attention per token (normalised by max |·|)"
-OUTPUTS += C.save_figure(plots.attention_rows(data["tokens"], data["rows"], title), DIRS.figures,
-                         "other_attention_maps")
+if ready or C.find_analysis("other_attention.json", DIRS.reference):
+    data, path = C.compute_or_load("other_attention.json", DIRS, lambda: comparison.attention_comparison(
+        {label: r.load_model("best").eval() for label, r in chosen.items()},
+        load_tokenizer(next(iter(chosen.values())).config["backbone"]), find_example(test, FIG5_EXAMPLE),
+        max_length=max_length), ready, META)
+    OUTPUTS.append(path)
+    print(f"gold {data['gold']}; predicted", data["predicted"])
+    title = f"{data['target']} · {data['aspect']}: attention per token (normalised by max |·|)"
+    OUTPUTS += C.save_figure(plots.attention_rows(data["tokens"], data["rows"], title), DIRS.figures,
+                             "other_attention_maps")
+else:   # render, before any session has trained these systems: say so instead of drawing nothing
+    print(f"[06] no figure: {DIRS.reference / 'analysis' / 'other_attention.json'} does not exist yet and "
+          "there is no trained model to compute it; train the systems first: absa grid --profile cpu --part other")
 if allow_training:
     OUTPUTS += C.export_records(runs, DIRS.results)
 
