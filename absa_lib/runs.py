@@ -2,14 +2,16 @@
 
 A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
 
-    config.json            the TrainConfig, run_id, data checksums, library version
+    config.json            the TrainConfig, run_id, data checksums, backbone fingerprint, library
+                           version; load_run checks that the run_id is the hash of the rest
     metrics.json           per epoch: train loss, time, dev and test metrics; the selections
                            (dev_best = default protocol, test_best = the official code's, last);
                            "complete": true only once training has finished
     env.json               Python, torch, transformers, device, OS, git commit and dirty flag
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
     curve.png              the training curve
-    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/), not for git
+    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
+                                 verified before use; not for git
 
 Every file is written to a temporary name in the same folder and moved into place, so a killed
 process leaves either the old file or the new one, and ``complete`` is written last.
