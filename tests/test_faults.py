@@ -282,14 +282,16 @@ def test_an_unreadable_data_file_is_named(capsys, monkeypatch):
 def test_data_files_without_permission(capsys, tmp_path, real_data_dir):
     data = tmp_path / "data"
     shutil.copytree(real_data_dir, data, ignore=shutil.ignore_patterns("nli_m"))
+    for path in [data, *data.rglob("*")]:                 # the copy keeps the source's read-only modes
+        path.chmod(0o755 if path.is_dir() else 0o644)
     (data / "sentihood" / "sentihood-dev.json").chmod(0)
     refused(capsys, ["data", "verify", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
     refused(capsys, ["data", "stats", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
     refused(capsys, ["train", *TINY, "--data-dir", str(data), "--out", str(tmp_path / "runs")],
             "sentihood-dev.json cannot be read")
     (data / "sentihood" / "sentihood-dev.json").chmod(0o644)
-    (data / "semeval2014").chmod(0o500)
     (data / "semeval2014" / "Restaurants_Train.xml").unlink()
+    (data / "semeval2014").chmod(0o500)
     refused(capsys, ["data", "download", "--data-dir", str(data)], f"cannot write in {data / 'semeval2014'}")
 
 
