@@ -2,18 +2,22 @@
 
 Each sub-command lives in :mod:`absa_lib.commands` and registers itself with ``add_parser``.
 Expected failures (bad files, bad arguments, missing weights) raise :class:`AbsaError` and are
-printed as one line, never as a traceback.
+printed as one line, never as a traceback; a file error that escapes those checks (``OSError``,
+invalid JSON, an unreadable safetensors file) is also printed as one line naming the file.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import pkgutil
 import sys
 
+from safetensors import SafetensorError
+
 from absa_lib import __version__, commands
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("absa: interrupted", file=sys.stderr)
         return 130
+    except (OSError, SafetensorError, json.JSONDecodeError) as err:    # the safety net: each should be
+        print(f"absa: error: {_describe(err)}", file=sys.stderr)        # caught where it happens
+        return 2
+
+
+def _describe(err: Exception) -> str:
+    """One line for a file error that escaped the checks: the file, what went wrong, what to try."""
+    if isinstance(err, OSError):
+        name = f"{err.filename}: " if err.filename else ""
+        return f"{name}{err.strerror or one_line(err)}; check that the file exists and is readable and writable"
+    if isinstance(err, json.JSONDecodeError):
+        return f"a JSON file is not valid ({err.msg} at line {err.lineno}); delete or restore it, or rerun with --force"
+    return f"a safetensors file cannot be read ({one_line(err)}); the checkpoint or backbone is damaged"
 
 
 if __name__ == "__main__":

@@ -119,6 +119,8 @@ def _sentihood(path: Path, split: str) -> list[Example]:
         records = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AbsaError(f"{path}: not valid JSON ({err}); {_REFETCH}") from None
+    except OSError as err:
+        raise AbsaError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
     if not isinstance(records, list):
         raise AbsaError(f"{path}: expected a JSON list of sentences, got {type(records).__name__}; "
                         + _REFETCH)
@@ -131,7 +133,10 @@ def _sentihood(path: Path, split: str) -> list[Example]:
             raise AbsaError(f"{where}: field 'text' must contain LOCATION1, got {text!r}")
         targets = [t for t in TARGETS if t in text]
         gold = {}
-        for op in _field(rec, "opinions", where):
+        opinions = _field(rec, "opinions", where)
+        if not isinstance(opinions, list):
+            raise AbsaError(f"{where}: field 'opinions' must be a list, got {opinions!r}; " + _REFETCH)
+        for op in opinions:
             t, a, s = (_field(op, k, where) for k in ("target_entity", "aspect", "sentiment"))
             for name, value, allowed in (("target_entity", t, targets),   # a mask that occurs in the text
                                          ("aspect", a, SENTIHOOD_ALL_ASPECTS),
@@ -156,6 +161,8 @@ def _semeval_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
         root = ET.fromstring(path.read_bytes())
     except ET.ParseError as err:
         raise AbsaError(f"{path}: not valid XML ({err}); {_REFETCH}") from None
+    except OSError as err:
+        raise AbsaError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
     out = []
     for sent in root.iter("sentence"):
         sid, text = sent.get("id"), sent.findtext("text")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa_lib.errors import AbsaError
-from absa_lib.paths import resolve_data_dir
+from absa_lib.paths import ensure_writable, resolve_data_dir
 
 _H = "https://raw.githubusercontent.com/HSLCY/ABSA-BERT-pair/7d238eb8c772946b9e572373c144b11151e4187f/"
 _Q = ("https://raw.githubusercontent.com/frankaging/Quasi-Attention-ABSA/"
@@ -85,7 +85,8 @@ def dataset_checksums(dataset: str) -> dict[str, str]:
     return {f.path: f.sha256 for f in FILES if f.dataset == dataset and not f.optional}
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -102,7 +103,10 @@ def _problem(path: Path, f: DataFile) -> str | None:
         return f"{path} is truncated: {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
     if size > f.size:
         return f"{path} is too large: {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
-    digest = _sha256(path)
+    try:
+        digest = file_sha256(path)
+    except OSError as err:
+        return f"{path} cannot be read ({err.strerror}); check its permissions"
     if digest != f.sha256:
         return f"{path} is corrupted or modified: sha256 {digest}, expected {f.sha256} ({f.size:,} bytes)"
     return None
@@ -202,7 +206,7 @@ def download(data_dir: str | os.PathLike | None = None, force: bool = False,
         if not force and _problem(target, f) is None:
             report[f.path] = "ok"
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+        ensure_writable(target.parent, "choose a writable data folder with --data-dir (or ABSA_DATA_DIR)")
         errors = []
         for url in (f.url, f.alt_url):
             if url is None:

@@ -6,3 +6,10 @@ class AbsaError(Exception):
 
     Messages name the offending file / field / value, what was expected, and how to fix it.
     """
+
+
+def one_line(err: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line (library messages can span several), at most ``limit``
+    characters, for the end of an :class:`AbsaError` message."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

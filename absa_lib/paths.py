@@ -8,7 +8,10 @@ explicit argument > ``$ABSA_DATA_DIR`` > the project's own download folder (``<r
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from absa_lib.errors import AbsaError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -46,3 +49,15 @@ def default_runs_dir() -> Path:
         return Path(env).expanduser().resolve()
     root = repo_root()
     return root / "runs" if root is not None else _cache_home() / "runs"
+
+
+def ensure_writable(folder: Path, fix: str) -> Path:
+    """Create ``folder`` if needed and check that files can be written in it, so that a read-only
+    folder, or a file where the folder should be, fails at once rather than halfway through."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename and str(err.filename) != str(folder) else ""
+        raise AbsaError(f"cannot write in {folder} ({where}{err.strerror}); {fix}") from None
+    return Path(folder)

@@ -17,6 +17,13 @@ from absa_lib.runs import Run, load_run
 
 def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
     text = text.strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:           # undecodable command-line bytes arrive as surrogates
+        byte = ord(text[err.start]) - 0xDC00
+        what = f"byte 0x{byte:02x}" if 0x80 <= byte <= 0xFF else f"character {text[err.start]!r}"
+        raise AbsaError(f"the text is not valid UTF-8 ({what} at position {err.start}); give the sentence as "
+                        "UTF-8 text") from None
     if not text:
         raise AbsaError("the text is empty; give a review sentence, e.g. \"LOCATION1 is cheap but not safe\"")
     none = D.NONE_LABEL[dataset]
@@ -29,7 +36,8 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
     if not found:
         raise AbsaError("a SentiHood model needs the target location masked as LOCATION1 (and LOCATION2) in the "
                         "text, e.g. \"LOCATION1 is cheap but not safe\"; none was found")
-    for t in targets or []:
+    targets = list(dict.fromkeys(targets or []))         # a target given twice is predicted once
+    for t in targets:
         if t not in D.TARGETS:
             raise AbsaError(f"--targets {t!r}: expected LOCATION1 or LOCATION2")
         if t not in text:
@@ -53,11 +61,10 @@ def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None =
         ``{"run", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``.
     """
     from absa_lib.models import load_tokenizer
-    from absa_lib.train import TrainConfig, class_probabilities, predict_probs
+    from absa_lib.train import class_probabilities, config_from_record, predict_probs
 
     run = run if isinstance(run, Run) else load_run(run)
-    fields = TrainConfig.__dataclass_fields__
-    config = TrainConfig(**{k: v for k, v in run.config.items() if k in fields})
+    config = config_from_record(run.config, run.path / "config.json")
     examples = _examples(config.dataset, text, targets)
     tokenizer = tokenizer or load_tokenizer(config.backbone)
     encoded = encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)

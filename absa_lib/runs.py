@@ -2,14 +2,16 @@
 
 A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
 
-    config.json            the TrainConfig, run_id, data checksums, library version
+    config.json            the TrainConfig, run_id, data checksums, backbone fingerprint, library
+                           version; load_run checks that the run_id is the hash of the rest
     metrics.json           per epoch: train loss, time, dev and test metrics; the selections
                            (dev_best = default protocol, test_best = the official code's, last);
                            "complete": true only once training has finished
     env.json               Python, torch, transformers, device, OS, git commit and dirty flag
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
     curve.png              the training curve
-    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/), not for git
+    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
+                                 verified before use; not for git
 
 Every file is written to a temporary name in the same folder and moved into place, so a killed
 process leaves either the old file or the new one, and ``complete`` is written last.
@@ -34,14 +36,21 @@ from absa_lib.errors import AbsaError
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers never see a partial file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise AbsaError(f"{path}: cannot write here ({err.strerror}); choose a writable folder") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as err:                       # disk full, quota, file-size limit
+        Path(tmp).unlink(missing_ok=True)
+        raise AbsaError(f"{path}: could not be written ({err.strerror}); the previous version, if any, "
+                        "is intact: free some space, then run the same command again") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -59,6 +68,11 @@ def read_json(path: Path) -> Any:
     except json.JSONDecodeError as err:
         raise AbsaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}); delete the run "
                         "folder or rerun with --force") from None
+    except UnicodeDecodeError as err:
+        raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); delete the run folder or rerun "
+                        "with --force") from None
+    except OSError as err:
+        raise AbsaError(f"{path}: cannot be read ({err.strerror}); check its permissions") from None
 
 
 def config_hash(identity: dict) -> str:
@@ -138,14 +152,33 @@ class Run:
                             f"{sorted(self.metrics.get('selection', {}))}") from None
 
     def load_model(self, which: str = "best"):
-        """The model saved at the dev-best (``best``) or final (``last``) epoch."""
+        """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking the
+        checkpoint's checksums and that its own config is this run's model (labels, contexts, backbone)."""
+        from absa_lib.checkpoint import verify_checksums
+        from absa_lib.models.absa_model import read_saved_config
         from absa_lib.models.per_context import load_model
 
         ckpt = self.path / "checkpoints" / which
         if not (ckpt / "config.json").is_file():
             raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
                             "records); retrain with `absa train ... --force`")
+        fix = "retrain with `absa train ... --force`"
+        verify_checksums(ckpt, fix)
+        saved = read_saved_config(ckpt)
+        for key, expected in self.checkpoint_fields().items():
+            got = getattr(saved, key, None)
+            if got != expected:
+                raise AbsaError(f"{ckpt / 'config.json'}: {key} is {got!r}, but the run's config.json says "
+                                f"{expected!r}: the checkpoint is not this run's model; {fix}")
         return load_model(ckpt)
+
+    def checkpoint_fields(self) -> dict:
+        """What a checkpoint's config.json must say for this run: model, labels, contexts, backbone."""
+        from absa_lib import data as D
+
+        dataset, aux = self.config["dataset"], self.config["aux"]
+        return {"absa_model": self.config["model"], "num_labels": D.variant_num_labels(dataset, aux),
+                "num_contexts": D.num_contexts(dataset), "absa_backbone": self.config["backbone"]}
 
     def summary(self, protocol: str = "dev_best") -> dict:
         sel = self.selected(protocol)
@@ -159,9 +192,16 @@ def load_run(path: str | os.PathLike) -> Run:
     if not (path / "config.json").is_file():
         raise AbsaError(f"{path}: not a run folder (no config.json); give the folder that "
                         "`absa train` printed")
+    from absa_lib.train import config_from_record
+
     config = read_json(path / "config.json")
+    config_from_record(config, path / "config.json")          # a valid config whose hash is its run_id
     metrics = read_json(path / "metrics.json") if (path / "metrics.json").is_file() else {}
     env = read_json(path / "env.json") if (path / "env.json").is_file() else {}
+    for name, record in (("metrics.json", metrics), ("env.json", env)):
+        if not isinstance(record, dict):
+            raise AbsaError(f"{path / name}: expected a JSON object, got {type(record).__name__}; delete "
+                            "the run folder or rerun with --force")
     run = Run(path=path, config=config, metrics=metrics, env=env, cached=True)
     if not run.complete:
         raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
@@ -171,20 +211,26 @@ def load_run(path: str | os.PathLike) -> Run:
 
 def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value); a field
-    a record lacks (written before the field existed) has its neutral default."""
+    a record lacks (written before the field existed) has its neutral default. Unfinished runs are
+    left out; a damaged or edited record is an error (never silently dropped or used)."""
     from absa_lib.train import NEUTRAL_DEFAULTS
 
     runs = []
     for cfg in sorted(Path(runs_dir).glob("**/config.json")):
-        if cfg.parent.name in ("best", "last"):
+        if cfg.parent.name in ("best", "last") or not marked_complete(cfg.parent / "metrics.json"):
             continue
-        try:
-            run = load_run(cfg.parent)
-        except AbsaError:
-            continue
+        run = load_run(cfg.parent)
         if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
             runs.append(run)
     return runs
+
+
+def marked_complete(metrics: Path) -> bool:
+    """Whether ``metrics`` marks its run complete (False while it is missing or being trained)."""
+    if not metrics.is_file():
+        return False
+    record = read_json(metrics)
+    return isinstance(record, dict) and bool(record.get("complete"))
 
 
 def save_training_curve(path: Path, metrics: dict) -> None:

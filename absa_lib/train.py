@@ -30,7 +30,7 @@ from absa_lib.checkpoint import load_trainer_state, save_checkpoint
 from absa_lib.device import PRECISIONS, autocast, default_device, resolve_precision
 from absa_lib.errors import AbsaError
 from absa_lib.features import Encoded, batches, by_length, encode, length_grouped, sequential
-from absa_lib.runs import (Run, atomic_write_json, collect_env, config_hash, load_run, read_json,
+from absa_lib.runs import (Run, atomic_write_json, collect_env, config_hash, load_run, marked_complete,
                            save_training_curve)
 
 SAMPLERS = ("uniform", "balanced")
@@ -42,6 +42,32 @@ NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mul
 # Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
 # for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
 HEAD_PREFIXES = ("classifier", "bert.pooler", "context_embeddings")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+# The fields that are not a choice from a list: (test, what is expected). A subset size of 0 would
+# train on nothing, -5 on all but five; a learning rate of inf would fail an epoch later.
+FIELD_CHECKS = {
+    "backbone": (lambda v: isinstance(v, str) and v != "", "a backbone name or a model folder"),
+    "seed": (_is_int, "an integer"),
+    **{name: (lambda v: _is_int(v) and v >= 1, "a positive integer")
+       for name in ("epochs", "batch_size", "max_length", "eval_batch_size")},
+    **{name: (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer, or unset for all")
+       for name in ("max_train_examples", "max_eval_examples")},
+    **{name: (lambda v: _is_number(v) and v > 0, "a finite positive number")
+       for name in ("lr", "head_lr_mult", "adam_eps", "max_grad_norm")},
+    "weight_decay": (lambda v: _is_number(v) and v >= 0, "a finite number >= 0"),
+    "warmup": (lambda v: _is_number(v) and 0 <= v < 1, "a fraction in [0, 1)"),
+    "group_by_length": (lambda v: isinstance(v, bool), "true or false"),
+    "model_overrides": (lambda v: isinstance(v, dict), "a mapping of model fields to values"),
+}
 
 
 @dataclass(frozen=True)
@@ -85,15 +111,9 @@ class TrainConfig:
         for name, value, allowed in checks:
             if value not in allowed:
                 raise AbsaError(f"{name}={value!r} is not one of {', '.join(allowed)}")
-        for name in ("epochs", "batch_size", "max_length", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise AbsaError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        for name in ("lr", "head_lr_mult"):
-            if not (isinstance(getattr(self, name), (int, float)) and math.isfinite(getattr(self, name))
-                    and getattr(self, name) > 0):
-                raise AbsaError(f"{name} must be a finite positive number, got {getattr(self, name)}")
-        if not 0 <= self.warmup < 1:
-            raise AbsaError(f"warmup must be a fraction in [0, 1), got {self.warmup}")
+        for name, (ok, expected) in FIELD_CHECKS.items():
+            if not ok(getattr(self, name)):
+                raise AbsaError(f"{name} must be {expected}, got {getattr(self, name)!r}")
         if self.model == "bert-single" and self.aux not in ("none", "single"):
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
         if self.model == "bert-pair" and self.aux in ("none", "single"):
@@ -262,6 +282,51 @@ def run_identity(config: TrainConfig) -> dict:
             "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
 
 
+# What a run's config.json records besides the TrainConfig fields (see train()).
+RECORD_EXTRAS = ("run_id", "data_sha256", "backbone_fingerprint", "absa_lib_version",
+                 "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
+
+
+def recorded_identity(record: dict) -> dict:
+    """The :func:`run_identity` a run's config.json describes, from what it recorded: its fields, the
+    data checksums, the backbone fingerprint and the library version. Nothing is recomputed (neither
+    the data nor the backbone's weights are needed), so its hash is the run_id the record must carry.
+    A record without a backbone fingerprint was written before the fingerprint and the neutral
+    defaults were part of the identity, and is hashed as it was then."""
+    fields = {k: v for k, v in record.items() if k not in RECORD_EXTRAS}
+    identity = {"config": fields, "data_sha256": record.get("data_sha256")}
+    if "backbone_fingerprint" in record:
+        identity["config"] = {k: v for k, v in fields.items()
+                              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+        identity["backbone_fingerprint"] = record["backbone_fingerprint"]
+    return {**identity, "absa_lib_version": record.get("absa_lib_version")}
+
+
+def config_from_record(record, source: Path) -> TrainConfig:
+    """The TrainConfig of a run's config.json, after checking that it is one and that its run_id is
+    the hash of what it records (an edited ``dataset``, ``aux`` or ``model`` would otherwise make
+    ``absa predict`` answer confidently with the wrong labels).
+
+    Raises:
+        AbsaError: naming ``source``: not a JSON object, a missing or wrong-typed field, or a run_id
+            that does not match.
+    """
+    fix = "restore the file, or train the run again with `absa train ... --force`"
+    if not isinstance(record, dict) or not {"run_id", "dataset", "model", "aux", "backbone"} <= set(record):
+        got = type(record).__name__ if not isinstance(record, dict) else f"keys {sorted(record)}"
+        raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
+                        f"backbone and the other training fields), got {got}; {fix}")
+    try:
+        config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
+    except AbsaError as err:
+        raise AbsaError(f"{source}: {err}; {fix}") from None
+    digest = config_hash(recorded_identity(record))
+    if record["run_id"] != digest:
+        raise AbsaError(f"{source}: run_id {record['run_id']!r} is not the hash of the recorded configuration "
+                        f"({digest}): the file was edited or damaged; {fix}")
+    return config
+
+
 def resolved(config: TrainConfig) -> TrainConfig:
     """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
     a local backbone folder as an absolute path (a run does not depend on the working directory)."""
@@ -282,9 +347,8 @@ def run_path(config: TrainConfig, runs_dir=None) -> Path:
 
 def is_finished(config: TrainConfig, runs_dir=None) -> bool:
     """Whether a finished run with this configuration is in ``runs_dir`` (a cache hit)."""
-    metrics = run_path(config, runs_dir) / "metrics.json"
     try:
-        return metrics.is_file() and bool(read_json(metrics).get("complete"))
+        return marked_complete(run_path(config, runs_dir) / "metrics.json")
     except AbsaError:
         return False
 
@@ -303,18 +367,15 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     identity = run_identity(config)
     run_id = config_hash(identity)
     path = run_path(config, runs_dir)
-    if (path / "metrics.json").is_file() and not force:
-        metrics = read_json(path / "metrics.json")
-        if metrics.get("complete"):
-            return load_run(path)
-    if force and path.exists():
-        import shutil
-        shutil.rmtree(path)
+    if not force and marked_complete(path / "metrics.json"):
+        return load_run(path)
+    tokenizer = load_tokenizer(config.backbone)
+    check_max_length(config, tokenizer)
+    _fresh_run_folder(path, force)            # before the work: a read-only --out fails now, not later
 
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     device = default_device()
-    tokenizer = load_tokenizer(config.backbone)
     pad_id = tokenizer.pad_token_id or 0
     train_ex, train_enc = prepare_split(config, "train", tokenizer, data_dir)
     splits = {s: prepare_split(config, s, tokenizer, data_dir) for s in ("dev", "test")}
@@ -336,10 +397,8 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     atomic_write_json(path / "config.json", record)
     atomic_write_json(path / "env.json", collect_env())
 
-    state = load_trainer_state(path / "checkpoints" / "last", optimizer)
+    state = _resume(path / "checkpoints" / "last", model, optimizer)
     if state is not None:                                   # resume after an interruption
-        from safetensors.torch import load_file
-        model.load_state_dict(load_file(path / "checkpoints" / "last" / "model.safetensors"), strict=True)
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
     else:
         state = {"epoch": 0, "step": 0, "epochs": [], "best": {}}
@@ -390,6 +449,61 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     run = load_run(path)
     run.cached = False
     return run
+
+
+def check_max_length(config: TrainConfig, tokenizer) -> None:
+    """``max_length`` must hold the special tokens, the longest auxiliary sentence of the input variant
+    and one word of the sentence (below that nothing can be truncated as it should), and at most the
+    backbone's ``max_position_embeddings``."""
+    from absa_lib.models.backbones import backbone_config
+
+    ds, aux = config.dataset, config.aux
+    targets = D.TARGETS if ds == "sentihood" else (None,)
+    labels = D.LABELS[ds] if aux in D.B_VARIANTS else (None,)
+    longest = 0 if aux in ("none", "single") else max(
+        len(tokenizer.tokenize(D.auxiliary_sentence(ds, aux, t, a, lab)))
+        for t in targets for a in D.ASPECTS[ds] for lab in labels)
+    low = (3 if longest else 2) + longest + 1
+    high = backbone_config(config.backbone).max_position_embeddings
+    if not low <= config.max_length <= high:
+        raise AbsaError(f"max_length={config.max_length} is out of range: expected {low} to {high} tokens "
+                        f"(aux {aux} needs {low - 1} for the special tokens and its longest auxiliary sentence "
+                        f"plus one word; backbone {config.backbone} has {high} positions)")
+
+
+def _fresh_run_folder(path: Path, force: bool) -> None:
+    """Create the run folder (emptied first with ``force``) and check that files can be written in it."""
+    import shutil
+
+    from absa_lib.paths import ensure_writable
+
+    fix = "choose a writable folder with --out (or $ABSA_RUNS_DIR)"
+    if force and path.exists():
+        try:
+            shutil.rmtree(path)
+        except OSError as err:
+            raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
+    ensure_writable(path, fix)
+
+
+def _resume(last: Path, model, optimizer) -> dict | None:
+    """Restore the model, optimizer and RNG state saved after the last completed epoch; return the
+    trainer state, or None when there is nothing to resume."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from absa_lib.checkpoint import verify_checksums
+    from absa_lib.errors import one_line
+
+    fix = "the resume state is corrupt: rerun with --force to train this run from the start"
+    verify_checksums(last, fix)
+    try:
+        state = load_trainer_state(last, optimizer)
+        if state is not None:
+            model.load_state_dict(load_file(last / "model.safetensors"), strict=True)
+    except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {fix}") from None
+    return state
 
 
 def _metrics_record(epochs: list[dict], sel_metric: str, complete: bool) -> dict:

@@ -17,11 +17,14 @@ from absa_lib.paths import repo_root
 
 
 def write_run(root, dataset="sentihood", model="qacg-bert", aux="NLI-M", seed=1, complete=True, **cfg):
-    run_id = f"{model}-{aux}-{seed}-{len(cfg)}"
+    from absa_lib.runs import config_hash
+    from absa_lib.train import recorded_identity
+
+    config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
+              "model_overrides": {}, "backbone": "minilm", **cfg}
+    config["run_id"] = run_id = config_hash(recorded_identity(config))      # what load_run checks
     path = root / dataset / model / run_id
     path.mkdir(parents=True)
-    config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
-              "model_overrides": {}, "backbone": "minilm", "run_id": run_id, **cfg}
     (path / "config.json").write_text(json.dumps(config))
     (path / "metrics.json").write_text(json.dumps({"complete": complete, "epochs": [], "selection": {}}))
     (path / "env.json").write_text("{}")

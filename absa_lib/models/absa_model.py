@@ -57,11 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 from transformers import BertConfig, BertModel
 
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 from absa_lib.models import backbones, joint
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention
 
@@ -268,15 +268,10 @@ class AbsaModel(nn.Module):
     def from_pretrained(cls, directory: str | os.PathLike) -> AbsaModel:
         """Load a model written by :meth:`save_pretrained` (strict: every key must match)."""
         directory = Path(directory)
-        if not (directory / "config.json").is_file() or not (directory / "model.safetensors").is_file():
-            raise AbsaError(f"{directory}: expected config.json and model.safetensors written by "
-                            "AbsaModel.save_pretrained")
-        config = BertConfig.from_pretrained(directory)
-        if getattr(config, "absa_model", None) not in MODELS:
-            raise AbsaError(f"{directory / 'config.json'}: absa_model is missing or not one of "
-                            f"{', '.join(MODELS)}; not a model saved by absa_lib")
+        config = read_saved_config(directory)
         model = model_class(config.absa_model)(config)
-        model.load_checked(load_file(directory / "model.safetensors"), str(directory / "model.safetensors"))
+        weights = directory / "model.safetensors"
+        model.load_checked(backbones.read_safetensors(weights, DAMAGED), str(weights))
         return model.eval()
 
     def load_checked(self, state: dict[str, torch.Tensor], source: str) -> None:
@@ -314,6 +309,29 @@ class AbsaModel(nn.Module):
         if table is not None and self.uses_context and table.shape[0] > self.config.num_contexts:
             mapped["context_embeddings.weight"] = table[:self.config.num_contexts]
         self.load_checked(mapped, "official state_dict")
+
+
+DAMAGED = "the checkpoint is damaged: retrain with `absa train ... --force`"
+
+
+def read_saved_config(directory: Path) -> BertConfig:
+    """The config.json of a model written by ``save_pretrained``, as a BertConfig with valid absa fields."""
+    path = Path(directory) / "config.json"
+    if not path.is_file() or not (Path(directory) / "model.safetensors").is_file():
+        raise AbsaError(f"{directory}: expected config.json and model.safetensors written by "
+                        "AbsaModel.save_pretrained")
+    try:
+        config = BertConfig.from_pretrained(directory)
+    except (OSError, ValueError, TypeError) as err:
+        raise AbsaError(f"{path}: not a valid model config ({one_line(err)}); {DAMAGED}") from None
+    if getattr(config, "absa_model", None) not in MODELS:
+        raise AbsaError(f"{path}: absa_model is missing or not one of "
+                        f"{', '.join(MODELS)}; not a model saved by absa_lib")
+    for key in ("num_labels", "num_contexts", "hidden_size", "num_attention_heads"):
+        value = getattr(config, key, None)
+        if not isinstance(value, int) or value < 1:
+            raise AbsaError(f"{path}: {key} must be a positive integer, got {value!r}; {DAMAGED}")
+    return config
 
 
 def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int,

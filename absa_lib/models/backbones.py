@@ -35,15 +35,17 @@ import os
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from transformers import BertConfig, BertTokenizer
 
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 
 BACKBONES = ("bert-base-uncased", "minilm", "bert-base-random", "tiny")
 HUB_ID = "bert-base-uncased"
 TINY_VOCAB = Path(__file__).resolve().parent.parent / "resources" / "tiny_vocab.txt"
 _HUB_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
+REPLACE = "the backbone's weights are damaged: copy the model folder again"
 _HARMLESS = ("embeddings.position_ids",)   # a buffer some checkpoints carry; HF recomputes it
 
 
@@ -126,10 +128,26 @@ def backbone_config(backbone: str) -> BertConfig:
         return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=4, intermediate_size=37)
     path = backbone_dir(backbone)
-    model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    fix = "expected the config.json of a BERT model (as transformers' save_pretrained writes it)"
+    try:
+        raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AbsaError(f"{path / 'config.json'}: cannot be read as JSON ({one_line(err)}); {fix}") from None
+    model_type = raw.get("model_type") if isinstance(raw, dict) else None
     if model_type != "bert":
-        raise AbsaError(f"{path / 'config.json'}: model_type is {model_type!r}; expected 'bert'")
-    return BertConfig.from_pretrained(path)
+        raise AbsaError(f"{path / 'config.json'}: model_type is {model_type!r}; {fix}")
+    try:
+        config = BertConfig.from_pretrained(path)
+    except (OSError, ValueError, TypeError) as err:
+        raise AbsaError(f"{path / 'config.json'}: {one_line(err)}; {fix}") from None
+    sizes = {k: getattr(config, k, None) for k in ("hidden_size", "num_attention_heads", "num_hidden_layers",
+                                                   "vocab_size", "max_position_embeddings")}
+    bad = [f"{k}={v!r}" for k, v in sizes.items() if not (isinstance(v, int) and v >= 1)]
+    if bad or config.hidden_size % config.num_attention_heads:
+        why = ", ".join(bad) or (f"hidden_size {config.hidden_size} is not a multiple of num_attention_heads "
+                                 f"{config.num_attention_heads}")
+        raise AbsaError(f"{path / 'config.json'}: {why}; {fix}")
+    return config
 
 
 def load_tokenizer(backbone: str) -> BertTokenizer:
@@ -139,19 +157,39 @@ def load_tokenizer(backbone: str) -> BertTokenizer:
     path = _minilm_dir() if backbone == "bert-base-random" else backbone_dir(backbone)
     if not any((path / name).is_file() for name in ("vocab.txt", "tokenizer.json")):
         raise AbsaError(f"backbone directory {path} has no vocab.txt or tokenizer.json")
+    if (path / "vocab.txt").is_file():
+        try:
+            words = set((path / "vocab.txt").read_text(encoding="utf-8").split("\n"))
+        except (OSError, UnicodeDecodeError) as err:
+            raise AbsaError(f"{path / 'vocab.txt'}: cannot be read ({one_line(err)})") from None
+        missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in words]
+        if missing:
+            raise AbsaError(f"{path / 'vocab.txt'}: lacks {', '.join(missing)} ({len(words) - 1} lines); expected a "
+                            "BERT WordPiece vocabulary, one token per line")
     return BertTokenizer.from_pretrained(path)
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
     """Read ``model.safetensors`` (or its sharded index) from a model directory."""
     if (path / "model.safetensors").is_file():
-        return load_file(path / "model.safetensors")
+        return read_safetensors(path / "model.safetensors", REPLACE)
     index = path / "model.safetensors.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return {k: v for shard in shards for k, v in load_file(path / shard).items()}
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
+            raise AbsaError(f"{index}: not a safetensors index with a weight_map ({one_line(err)})") from None
+        return {k: v for shard in shards for k, v in read_safetensors(path / shard, REPLACE).items()}
     raise AbsaError(f"{path}: no model.safetensors; weights are read as safetensors only "
                     "(convert a pytorch_model.bin with transformers' save_pretrained)")
+
+
+def read_safetensors(path: Path, fix: str) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file, or one AbsaError naming it (corrupt header, truncated data)."""
+    try:
+        return load_file(path)
+    except (OSError, SafetensorError) as err:
+        raise AbsaError(f"{path}: not a readable safetensors file ({one_line(err)}); {fix}") from None
 
 
 def _hf_name(key: str) -> str:

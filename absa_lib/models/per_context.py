@@ -16,11 +16,12 @@ import os
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from absa_lib.errors import AbsaError
-from absa_lib.models.absa_model import AbsaModel, AbsaOutput, build_model
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.models import backbones
+from absa_lib.models.absa_model import DAMAGED, AbsaModel, AbsaOutput, build_model, read_saved_config
 
 MARKER = "per_context.json"
 
@@ -59,13 +60,16 @@ class PerContextModel(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike) -> PerContextModel:
-        from transformers import BertConfig
-
         directory = Path(directory)
-        k = json.loads((directory / MARKER).read_text())["num_models"]
-        config = BertConfig.from_pretrained(directory)
+        try:
+            k = json.loads((directory / MARKER).read_text())["num_models"]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise AbsaError(f"{directory / MARKER}: cannot be read ({one_line(err)}); {DAMAGED}") from None
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise AbsaError(f"{directory / MARKER}: expected {{\"num_models\": K}} with K >= 1, got {k!r}; {DAMAGED}")
+        config = read_saved_config(directory)
         model = cls([AbsaModel(config) for _ in range(k)])
-        state = load_file(directory / "model.safetensors")
+        state = backbones.read_safetensors(directory / "model.safetensors", DAMAGED)
         missing, unexpected = set(model.state_dict()) - set(state), set(state) - set(model.state_dict())
         if missing or unexpected:
             raise AbsaError(f"{directory / 'model.safetensors'}: keys do not match a {k}-model bert-single "

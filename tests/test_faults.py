@@ -1,0 +1,448 @@
+"""Fault injection (issue 10): every bad input or damaged file is refused with one line naming the
+file, field or value and what was expected, with no traceback, and nothing left behind claims to be
+complete; the faults that used to give silently wrong answers are refused. docs/bad_inputs.md lists
+the cases. Runs on the tiny backbone with a few dozen real examples.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from absa_lib import data as D
+from absa_lib.checkpoint import CHECKSUMS
+from absa_lib.cli import main
+from absa_lib.errors import AbsaError
+from absa_lib.paths import repo_root
+from absa_lib.runs import atomic_write_json, find_runs
+from absa_lib.train import TrainConfig, train
+
+pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+ROOT = repo_root()
+TINY = ["--dataset", "sentihood", "--model", "qacg-bert", "--backbone", "tiny", "--seed", "3", "--epochs", "1",
+        "--batch-size", "16", "--max-length", "48", "--max-train-examples", "32", "--max-eval-examples", "20",
+        "--eval-batch-size", "32", "--quiet"]
+TEXT = "LOCATION1 is cheap but LOCATION2 is not safe"
+as_root = pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the permissions say")
+
+
+def tiny_config(**kw) -> TrainConfig:
+    return TrainConfig(**{**dict(dataset="sentihood", model="qacg-bert", backbone="tiny", seed=3, epochs=1,
+                                 batch_size=16, max_length=48, max_train_examples=32, max_eval_examples=20,
+                                 eval_batch_size=32), **kw})
+
+
+def refused(capsys, argv: list[str], *needles: str) -> str:
+    """Run the CLI; assert exit code 2, exactly one line on stderr, no traceback, nothing on stdout."""
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert rc == 2, (rc, out, err)
+    assert len(lines) == 1 and lines[0].startswith("absa: error: "), err
+    assert "Traceback" not in err and out == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def nothing_claims_complete(root: Path) -> None:
+    for metrics in Path(root).rglob("metrics.json"):
+        assert not json.loads(metrics.read_text()).get("complete"), metrics
+
+
+def flip_byte(path: Path, offset: int = -100) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def rewrite_checksums(ckpt: Path) -> None:
+    """What a swapped-in checkpoint of another run looks like: consistent with its own checksums."""
+    from absa_lib.download import file_sha256
+
+    sums = {p.name: file_sha256(p) for p in sorted(ckpt.iterdir()) if p.is_file() and p.name != CHECKSUMS}
+    atomic_write_json(ckpt / CHECKSUMS, sums)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A finished tiny run (its runs folder is copied, never changed, by the tests)."""
+    return train(tiny_config(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False).path
+
+
+@pytest.fixture
+def runs(trained, tmp_path) -> Path:
+    """A copy of the runs folder holding the finished run."""
+    shutil.copytree(trained.parents[2], tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def run(runs, trained) -> Path:
+    return runs / trained.relative_to(trained.parents[2])
+
+
+def edit_json(path: Path, change) -> None:
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps(change(record) if callable(change) else change))
+
+
+# ---------------------------------------------------------------------------------------------- 1. run identity
+
+
+@pytest.mark.parametrize("field,value", [("dataset", "semeval"), ("aux", "NLI-B"), ("model", "cg-bert")])
+def test_an_edited_run_config_is_refused(capsys, run, field, value):
+    edit_json(run / "config.json", lambda r: {**r, field: value})
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(run / "config.json"), "is not the hash",
+            "--force")
+    with pytest.raises(AbsaError, match="is not the hash"):          # rendering never uses it either
+        find_runs(run.parents[2])
+
+
+@pytest.mark.parametrize("record,needle", [({}, "got keys []"), ([], "got list"),
+                                           ("epochs", "epochs must be a positive integer, got '1'")])
+def test_a_run_config_that_is_not_a_record_is_refused(capsys, run, record, needle):
+    if record == "epochs":
+        record = {**json.loads((run / "config.json").read_text()), "epochs": "1"}
+    (run / "config.json").write_text(json.dumps(record))
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(run / "config.json"), needle)
+
+
+def test_the_checkpoint_must_be_the_runs_model(capsys, run):
+    ckpt = run / "checkpoints" / "best"
+    edit_json(ckpt / "config.json", lambda c: {**c, "absa_backbone": "/elsewhere/bert-base-uncased"})
+    rewrite_checksums(ckpt)
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / "config.json"), "absa_backbone",
+            "'tiny'", "not this run's model")
+
+
+def test_a_run_written_by_this_code_passes_the_identity_check(capsys, run):
+    assert main(["predict", "--run", str(run), TEXT]) == 0
+    assert len(json.loads(capsys.readouterr().out)["predictions"]) == 8
+    assert [r.path for r in find_runs(run.parents[2])] == [run]
+
+
+# ---------------------------------------------------------------------------------------------- 2. checksums
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json"])
+def test_flipped_bytes_in_a_checkpoint_are_refused(capsys, run, name):
+    ckpt = run / "checkpoints" / "best"
+    assert json.loads((ckpt / CHECKSUMS).read_text()).keys() == {"config.json", "model.safetensors"}
+    flip_byte(ckpt / name, -100 if name == "model.safetensors" else -3)
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / name), "corrupt", "--force")
+
+
+def incomplete(run: Path) -> None:
+    """Make the run look interrupted after its last epoch, so that `absa train` resumes it."""
+    edit_json(run / "metrics.json", lambda m: {**m, "complete": False})
+
+
+@pytest.mark.parametrize("name,damage", [
+    ("trainer_state.safetensors", "flip"), ("model.safetensors", "flip"), ("trainer_state.safetensors", "truncate"),
+    ("trainer_state.json", "flip")])
+def test_corrupt_resume_state_is_refused_and_force_recovers(capsys, runs, run, name, damage):
+    incomplete(run)
+    path = run / "checkpoints" / "last" / name
+    if damage == "flip":
+        flip_byte(path, -3)
+    else:
+        path.write_bytes(path.read_bytes()[:200])
+    refused(capsys, ["train", *TINY, "--out", str(runs)], str(path), "resume state is corrupt", "--force")
+    nothing_claims_complete(runs)
+    assert main(["train", *TINY, "--out", str(runs), "--force"]) == 0
+    assert json.loads(capsys.readouterr().out)["cached"] is False
+
+
+def test_corrupt_resume_state_without_checksums_is_refused(capsys, runs, run):
+    """A checkpoint written before checksums were recorded: the damage is still one line."""
+    incomplete(run)
+    (run / "checkpoints" / "last" / CHECKSUMS).unlink()
+    state = run / "checkpoints" / "last" / "trainer_state.safetensors"
+    state.write_bytes(state.read_bytes()[:200])
+    refused(capsys, ["train", *TINY, "--out", str(runs)], str(run / "checkpoints" / "last"), "cannot resume",
+            "--force")
+    nothing_claims_complete(runs)
+
+
+@pytest.mark.parametrize("damage,needle", [("header", "not a readable safetensors file"),
+                                           ("truncate", "not a readable safetensors file"),
+                                           ("config", "not a valid model config")])
+def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage, needle):
+    ckpt = run / "checkpoints" / "best"
+    (ckpt / CHECKSUMS).unlink()
+    weights = ckpt / "model.safetensors"
+    if damage == "header":
+        weights.write_bytes(b"\xff" * 8 + weights.read_bytes()[8:])
+    elif damage == "truncate":
+        weights.write_bytes(weights.read_bytes()[:1000])
+    else:
+        (ckpt / "config.json").write_text("{not json")
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt), needle, "--force")
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"num_models": 0}', '{"models": 8}'])
+def test_an_invalid_per_context_file_is_one_error(tmp_path, content):
+    from absa_lib.models.per_context import MARKER, build_per_context, load_model
+
+    build_per_context(backbone="tiny", num_labels=3, num_contexts=2).save_pretrained(tmp_path)
+    (tmp_path / MARKER).write_text(content)
+    with pytest.raises(AbsaError, match=f"{MARKER}: .*retrain"):
+        load_model(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------- 4.-6. the numbers
+
+
+@pytest.mark.parametrize("flag,value,needle", [
+    ("--max-train-examples", "0", "max_train_examples must be a positive integer, or unset for all, got 0"),
+    ("--max-train-examples", "-5", "got -5"), ("--max-eval-examples", "0", "max_eval_examples"),
+    ("--max-eval-examples", "-4", "got -4"),
+    ("--lr", "inf", "lr must be a finite positive number, got inf"), ("--lr", "nan", "got nan"),
+    ("--head-lr-mult", "-1", "head_lr_mult"), ("--adam-eps", "0", "adam_eps must be a finite positive"),
+    ("--max-grad-norm", "inf", "max_grad_norm"), ("--weight-decay", "-0.1", "weight_decay must be a finite number >= 0"),
+    ("--weight-decay", "nan", "weight_decay"), ("--warmup", "1", "warmup must be a fraction in [0, 1)"),
+    ("--max-length", "2", "max_length=2 is out of range: expected 10 to 512 tokens (aux NLI-M"),
+    ("--max-length", "1024", "max_length=1024 is out of range"),
+])
+def test_bad_numbers_are_refused_before_anything_is_written(capsys, tmp_path, flag, value, needle):
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs"), flag, value], needle)   # the last one counts
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("field,value", [("epochs", "3"), ("epochs", True), ("seed", 1.5), ("max_length", 48.0),
+                                         ("max_train_examples", False), ("lr", "2e-5"), ("group_by_length", "yes"),
+                                         ("model_overrides", ["quasi"]), ("backbone", None)])
+def test_wrong_types_in_a_config_are_refused(field, value):
+    with pytest.raises(AbsaError, match=f"^{field} must be .* got {re.escape(repr(value))}$"):
+        tiny_config(**{field: value})
+
+
+def test_max_length_lower_bound_follows_the_auxiliary_sentence(capsys, tmp_path):
+    """QA-B's longest auxiliary sentence is longer than NLI-M's: its minimum is larger."""
+    line = refused(capsys, ["train", *TINY, "--aux", "QA-B", "--max-length", "13", "--out", str(tmp_path)])
+    low = int(line.split("expected ")[1].split(" ")[0])
+    assert low > 13
+    cfg = tiny_config(aux="QA-B", max_length=low, max_train_examples=8, max_eval_examples=4)
+    assert train(cfg, runs_dir=tmp_path, progress=False).complete
+
+
+# ---------------------------------------------------------------------------------------------- 7. run_all.sh
+
+
+def test_unknown_parameter_names_are_an_error_before_anything_runs(tmp_path, capsys):
+    from absa_lib.profiles import main as profiles
+
+    out = tmp_path / "params.yaml"
+    assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epocs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "-p epocs: not a notebook parameter; expected one of" in err and not out.exists()
+    assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "--epochs", "3"]) == 2
+    assert "unexpected argument '--epochs'" in capsys.readouterr().err and not out.exists()
+    assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epochs", "3"]) == 0
+    assert "epochs: 3" in out.read_text()
+
+
+@pytest.mark.parametrize("profile", ["../params/smoke", "smok", "params/smoke.yaml"])
+def test_run_all_refuses_a_profile_that_is_not_in_the_list(profile):
+    res = subprocess.run(["bash", str(ROOT / "run_all.sh"), profile], capture_output=True, text=True, timeout=60,
+                         cwd=ROOT)
+    assert res.returncode == 2 and f"unknown profile '{profile}'" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+
+def test_an_unreadable_data_file_is_named(capsys, monkeypatch):
+    """(Mocked: root reads any file; test_data_files_without_permission is the real check.)"""
+    from absa_lib import download
+
+    def denied(path, *args, **kw):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(download, "_VERIFIED", {})
+    monkeypatch.setattr(download, "open", denied, raising=False)
+    refused(capsys, ["data", "verify"], "sentihood-train.json cannot be read (Permission denied)")
+
+
+@as_root
+def test_data_files_without_permission(capsys, tmp_path, real_data_dir):
+    data = tmp_path / "data"
+    shutil.copytree(real_data_dir, data, ignore=shutil.ignore_patterns("nli_m"))
+    for path in [data, *data.rglob("*")]:                 # the copy keeps the source's read-only modes
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (data / "sentihood" / "sentihood-dev.json").chmod(0)
+    refused(capsys, ["data", "verify", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
+    refused(capsys, ["data", "stats", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
+    refused(capsys, ["train", *TINY, "--data-dir", str(data), "--out", str(tmp_path / "runs")],
+            "sentihood-dev.json cannot be read")
+    (data / "sentihood" / "sentihood-dev.json").chmod(0o644)
+    (data / "semeval2014" / "Restaurants_Train.xml").unlink()
+    (data / "semeval2014").chmod(0o500)
+    refused(capsys, ["data", "download", "--data-dir", str(data)], f"cannot write in {data / 'semeval2014'}")
+
+
+def test_download_into_a_folder_that_cannot_be_written(capsys, tmp_path):
+    """A file where the data folder should be: refused before any download is tried."""
+    (tmp_path / "data").write_text("not a folder")
+    refused(capsys, ["data", "download", "--data-dir", str(tmp_path / "data")],
+            f"cannot write in {tmp_path / 'data' / 'sentihood'}", "--data-dir")
+
+
+def test_opinions_null_is_a_clear_error_without_verification(tmp_path):
+    (tmp_path / "sentihood").mkdir()
+    (tmp_path / "sentihood" / "sentihood-train.json").write_text(json.dumps(
+        [{"id": 1, "text": "LOCATION1 is nice", "opinions": None}]))
+    with pytest.raises(AbsaError, match="sentence id 1: field 'opinions' must be a list, got None"):
+        D.load_examples("sentihood", "train", data_dir=tmp_path, verify=False)
+
+
+# ---------------------------------------------------------------------------------------------- the run folder
+
+
+def test_out_is_a_file(capsys, tmp_path):
+    (tmp_path / "runs").write_text("")
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in", "--out")
+
+
+@as_root
+def test_out_is_read_only(capsys, tmp_path):
+    (tmp_path / "runs").mkdir(mode=0o500)
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "Permission denied", "--out")
+
+
+def test_the_run_folder_is_checked_before_tokenizing(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules["absa_lib.train"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
+    (tmp_path / "runs").write_text("")
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in")
+
+
+@pytest.fixture
+def file_size_limit():
+    """Files may grow to ``n`` bytes (writes beyond fail with EFBIG, as on a full disk)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    yield lambda n: resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, old)
+
+
+@pytest.mark.parametrize("limit,needle", [(600, "config.json: could not be written (File too large)"),
+                                          (60_000, "could not write the checkpoint")])
+def test_disk_full_while_writing_records_or_checkpoints(capsys, tmp_path, file_size_limit, limit, needle):
+    file_size_limit(limit)
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path)], needle, "run the same command again")
+    file_size_limit(resource.RLIM_INFINITY)
+    nothing_claims_complete(tmp_path)
+    assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob("checkpoints/*.tmp"))
+
+
+def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
+    """A subprocess killed with SIGKILL right after its first epoch's checkpoint; resuming gives the
+    bytes of the uninterrupted run (weights, predictions)."""
+    argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
+    argv[argv.index("--epochs") + 1] = "2"
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    last = None
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None:
+            last = next(tmp_path.glob("sentihood/qacg-bert/*/checkpoints/last/trainer_state.json"), None)
+            if last is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert last is not None, "the first epoch's checkpoint never appeared"
+    nothing_claims_complete(tmp_path)
+    resumed = train(tiny_config(epochs=2), runs_dir=tmp_path, progress=False)
+    reference = train(tiny_config(epochs=2), runs_dir=tmp_path / "reference", progress=False)
+    assert resumed.run_id == reference.run_id
+    for name in ("checkpoints/best/model.safetensors", "checkpoints/last/model.safetensors",
+                 "predictions_dev.csv", "predictions_test.csv"):
+        assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name
+
+
+# ---------------------------------------------------------------------------------------------- backbones
+
+
+@pytest.mark.parametrize("damage,needle", [
+    ("config_json", "config.json: cannot be read as JSON"),
+    ("heads", "hidden_size 30 is not a multiple of num_attention_heads 4"),
+    ("vocab", "vocab.txt: lacks [PAD], [UNK], [CLS], [SEP]"),
+    ("truncated", "model.safetensors: not a readable safetensors file"),
+    ("header", "model.safetensors: not a readable safetensors file"),
+])
+def test_a_damaged_backbone_folder_is_one_line(capsys, tiny_dir, tmp_path, damage, needle):
+    folder = tmp_path / "bb"
+    shutil.copytree(tiny_dir, folder)
+    weights = folder / "model.safetensors"
+    if damage == "config_json":
+        (folder / "config.json").write_text('{"model_type": "bert", ')
+    elif damage == "heads":
+        edit_json(folder / "config.json", lambda c: {**c, "hidden_size": 30})
+    elif damage == "vocab":
+        (folder / "vocab.txt").write_text("")
+    elif damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    else:
+        weights.write_bytes(b"\xff" * 8 + weights.read_bytes()[8:])
+    argv = ["train", *TINY, "--out", str(tmp_path / "runs")]
+    argv[argv.index("--backbone") + 1] = str(folder)
+    refused(capsys, argv, str(folder), needle)
+    nothing_claims_complete(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------- predict
+
+
+def test_invalid_utf8_text_is_one_line(capsys, trained):
+    text = b"LOCATION1 is \xff nice".decode("utf-8", "surrogateescape")     # how Python reads such argv bytes
+    refused(capsys, ["predict", "--run", str(trained), text], "not valid UTF-8 (byte 0xff at position 13)")
+
+
+def test_a_target_given_twice_is_predicted_once(capsys, trained):
+    assert main(["predict", "--run", str(trained), TEXT, "--targets", "LOCATION2", "LOCATION2"]) == 0
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    assert [(r["target"], r["aspect"]) for r in rows] == [("LOCATION2", a) for a in D.ASPECTS["sentihood"]]
+
+
+# ---------------------------------------------------------------------------------------------- the safety net
+
+
+@pytest.mark.parametrize("err,needle", [
+    (PermissionError(errno.EACCES, "Permission denied", "/some/file.json"), "/some/file.json: Permission denied"),
+    (json.JSONDecodeError("Expecting value", "", 0), "a JSON file is not valid (Expecting value at line 1)"),
+])
+def test_the_cli_turns_an_escaped_file_error_into_one_line(capsys, monkeypatch, err, needle):
+    from absa_lib.commands import info
+
+    def fail(args):
+        raise err
+
+    monkeypatch.setattr(info, "run", fail)
+    refused(capsys, ["info", "--model", "qacg-bert", "--backbone", "tiny"], needle)
+
+
+def test_the_cli_turns_an_unreadable_safetensors_file_into_one_line(capsys, monkeypatch, tmp_path):
+    from safetensors.torch import load_file
+
+    from absa_lib.commands import info
+
+    (tmp_path / "x.safetensors").write_bytes(b"\xff" * 16)
+    monkeypatch.setattr(info, "run", lambda args: load_file(tmp_path / "x.safetensors"))
+    refused(capsys, ["info", "--model", "qacg-bert", "--backbone", "tiny"], "a safetensors file cannot be read")
