@@ -355,7 +355,9 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
     bytes of the uninterrupted run (weights, predictions)."""
     argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
     argv[argv.index("--epochs") + 1] = "2"
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    # one thread, as the tests run in-process (conftest): the thread count changes float sums
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     last = None
     try:
         deadline = time.time() + 240
