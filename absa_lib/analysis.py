@@ -1,10 +1,10 @@
-"""Analysis tools behind the paper's Figures 3-5 (PAPER_SPEC §6).
+"""Analysis tools behind the paper's Figures 3-5 (docs/paper_notes.md §6).
 
 - :func:`extract_components`: per layer, the attention components of CG-BERT (gates λ_Q, λ_K and
   the attention of Q̂/K̂) or QACG-BERT (A_self, the raw quasi-attention A_quasi = σ(·) before λ,
   λ_Q, λ_K, λ_A and the combined Â). Figure 4 pools them into histograms, Figure 5 draws column
   sums of Â and of λ_A ⊙ A_quasi for one head. Unlike the official HEAD code, the raw A_quasi is
-  available (PAPER_SPEC §7.1 item 11).
+  available (docs/paper_notes.md §7.1 item 11).
 - :func:`gradient_sensitivity`: Figure 3's token relevance, the official notebook's
   ``backward_gradient``: with z the pre-softmax logits and E the output of the embedding block
   (word + position + segment, LayerNorm, dropout off in eval mode)::

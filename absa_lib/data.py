@@ -1,6 +1,6 @@
 """SentiHood (TABSA) and SemEval-2014 Task 4 restaurants (ABSA) as examples and model inputs.
 
-Task (Wu & Ong 2021; PAPER_SPEC §1): for a sentence s, a target t ∈ T and an aspect a ∈ A,
+Task (Wu & Ong 2021; docs/paper_notes.md §1): for a sentence s, a target t ∈ T and an aspect a ∈ A,
 predict the sentiment y ∈ LABELS[dataset] (``None`` / ``none`` when s says nothing about a of t).
 SentiHood: T = {LOCATION1, LOCATION2}, |A| = 4, so one sentence gives 4·|T(s)| examples;
 SemEval: no target, |A| = 5, 5 examples per sentence. The model also gets the context
@@ -114,7 +114,7 @@ def _field(record: dict, name: str, where: str):
 
 
 def _sentihood(path: Path, split: str) -> list[Example]:
-    """PAPER_SPEC §1.1: targets by substring, 4 aspects, None when no opinion, NLI_M order."""
+    """docs/paper_notes.md §1.1: targets by substring, 4 aspects, None when no opinion, NLI_M order."""
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:

@@ -4,7 +4,7 @@ Figure 4 summaries. Each takes plain data and returns a pandas DataFrame.
 Paper facts checked here (§4.1): SentiHood has 5,215 sentences, 3,862 with one target and 1,353 with
 two; SemEval-2014 Task 4 restaurants has 3,044 train sentences (our train + dev, since the dev split
 is carved from the raw train file) and 800 test sentences. Example counts are those of the published
-NLI_M files (PAPER_SPEC §1.4).
+NLI_M files (docs/paper_notes.md §1.4).
 """
 
 from __future__ import annotations

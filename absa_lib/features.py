@@ -1,6 +1,6 @@
 """From text inputs to model tensors: WordPiece encoding and dynamic padding.
 
-PAPER_SPEC §1.3: ``[CLS] text_a [SEP] text_b [SEP]`` with segment ids 0 then 1, or
+docs/paper_notes.md §1.3: ``[CLS] text_a [SEP] text_b [SEP]`` with segment ids 0 then 1, or
 ``[CLS] text_a [SEP]`` without an auxiliary sentence. Over-long pairs are truncated one token at a
 time from the longer side (the official ``_truncate_seq_pair``; Hugging Face's
 ``truncation="longest_first"`` does the same). The official code pads every example to

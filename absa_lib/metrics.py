@@ -1,4 +1,4 @@
-"""The evaluation metrics of the paper's Tables 1 (SentiHood) and 2 (SemEval-2014), PAPER_SPEC §5.
+"""The evaluation metrics of the paper's Tables 1 (SentiHood) and 2 (SemEval-2014), docs/paper_notes.md §5.
 
 They reproduce ``evaluation.py`` of Sun et al. (HSLCY/ABSA-BERT-pair), which the official CG-BERT /
 QACG-BERT code copied with zero-division guards, on label ids ``gold`` (N,) and class

@@ -1,6 +1,6 @@
 """Where things live: repository root, data folder, run folder.
 
-Resolution order for the data folder (the foundation issue's contract):
+Resolution order for the data folder:
 explicit argument > ``$ABSA_DATA_DIR`` > the project's own download folder (``<repo>/data``, or
 ``~/.cache/absa_lib/data`` when the package is installed outside a checkout).
 """

@@ -91,7 +91,7 @@ def _git(*args: str) -> str | None:
 
 
 def collect_env() -> dict:
-    """Versions and hardware next to every result (PAPER_SPEC §4.3: runs are not bit-reproducible
+    """Versions and hardware next to every result (docs/paper_notes.md §4.3: runs are not bit-reproducible
     across devices, so the device is part of the record)."""
     import numpy
     import torch
@@ -142,7 +142,7 @@ class Run:
     def selected(self, protocol: str = "dev_best") -> dict:
         """``{"epoch", "dev", "test"}`` at the epoch chosen by ``protocol``.
 
-        ``dev_best`` (default, honest), ``test_best`` (the official code's protocol, PAPER_SPEC
+        ``dev_best`` (default, honest), ``test_best`` (the official code's protocol, docs/paper_notes.md
         §4.6: selection on the test set), or ``last``.
         """
         try:

@@ -3,7 +3,7 @@
 Table 1 (SentiHood, test set): aspect strict accuracy, aspect macro-F1, aspect AUC, sentiment
 accuracy, sentiment AUC. Table 2 (SemEval-2014 Task 4, test set): aspect precision, recall, F1,
 sentiment accuracy binary / 3-class / 4-class. All values are percentages here (run records keep
-fractions). The paper's numbers are from PAPER_SPEC §5.3, exactly as published; rows we do not
+fractions). The paper's numbers are from docs/paper_notes.md §5.3, exactly as published; rows we do not
 train (LR, LSTM-Final, LSTM-Loc, SenticLSTM, Dmu-Entnet, XRCE, NRC-Canada) carry them only, marked
 ``reported``.
 

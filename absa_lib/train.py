@@ -1,4 +1,4 @@
-"""Training, model selection and run records: one plain loop (PAPER_SPEC §4, §8).
+"""Training, model selection and run records: one plain loop (docs/paper_notes.md §4, §8).
 
 Defaults are the paper's (§4.2 of the paper): AdamW, lr 2e-5, batch 24, 25 epochs, dropout 0.1,
 linear warm-up over the first 10% of steps then linear decay to 0, weight decay 0.01 except biases

@@ -193,7 +193,7 @@ C.show_table(pd.DataFrame({"token": tokenizer.convert_ids_to_tokens(encoded.inpu
 #
 # The paper says "Each dataset is partitioned to train, development and test sets as in its
 # original paper", but SemEval-2014 Task 4 has no dev split, and the official code never reads a
-# dev set: it picks the checkpoint with the best *test* score (PAPER_SPEC §4.6). We hold out 10%
+# dev set: it picks the checkpoint with the best *test* score (docs/paper_notes.md §4.6). We hold out 10%
 # of the SemEval train sentences as dev, stratified by each sentence's set of annotated aspect
 # categories and ordered by a seeded hash of the text (so duplicated texts stay together and the
 # split does not depend on library versions): 305 of 3,044 sentences. SentiHood's own dev split is

@@ -131,7 +131,7 @@ print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.fi
 #
 # Where the official code departs from the printed equations (the `official` preset):
 # $Z$ is $d \times d$ split per head instead of $d \times d_h$ shared, with dropout on $C_Q, C_K$
-# and biases in the $\lambda$-layers (PAPER_SPEC §3.4).
+# and biases in the $\lambda$-layers (docs/paper_notes.md §3.4).
 
 # %%
 from absa_lib.models import QACGBertSelfAttention

@@ -19,7 +19,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/04_ablations.ipynb)
 #
-# The paper and the official code differ in several places (PAPER_SPEC §7). Each row below
+# The paper and the official code differ in several places (docs/paper_notes.md §7). Each row below
 # changes **one** thing relative to a reference run and is trained with the same budget and
 # seeds, on `ablation_dataset` (SentiHood by default):
 #
@@ -30,7 +30,7 @@
 # | gate activation (CG-BERT) | sigmoid instead of tanh | Eq. 3 says tanh, the code (and Yang et al.) sigmoid |
 # | auxiliary sentence | context id only vs NLI-M pair | the two rows per model of Tables 1–2 |
 # | sampler | class-balanced with replacement (`WeightedRandomSampler`) vs uniform | not in the paper; HEAD code default |
-# | selection protocol | epoch chosen on the test set vs on dev | the official code selects on test (PAPER_SPEC §4.6) |
+# | selection protocol | epoch chosen on the test set vs on dev | the official code selects on test (docs/paper_notes.md §4.6) |
 #
 # The selection-protocol rows need no extra training: every run records both its dev-best and
 # its test-best epoch.

@@ -1,4 +1,4 @@
-"""CG / QACG self-attention against hand-written PAPER_SPEC §2.2 / §3.1 formulas, and their invariants."""
+"""CG / QACG self-attention against hand-written docs/paper_notes.md §2.2 / §3.1 formulas, and their invariants."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _batch():
             "context_ids": torch.tensor([0, 3, 7])}
 
 
-# --- explicit formulas (PAPER_SPEC §2.1-2.2, §3.1), written independently of absa_lib -----------------
+# --- explicit formulas (docs/paper_notes.md §2.1-2.2, §3.1), written independently of absa_lib -----------------
 
 def _context_matrix(att, x, e_c):
     """C = Linear_{2d→d}([E_c ; X]) + E_c with E_c = e_c broadcast to every position."""

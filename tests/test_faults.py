@@ -1,4 +1,4 @@
-"""Fault injection (issue 10): every bad input or damaged file is refused with one line naming the
+"""Fault injection: every bad input or damaged file is refused with one line naming the
 file, field or value and what was expected, with no traceback, and nothing left behind claims to be
 complete; the faults that used to give silently wrong answers are refused. docs/bad_inputs.md lists
 the cases. Runs on the tiny backbone with a few dozen real examples.

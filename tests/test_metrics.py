@@ -1,4 +1,4 @@
-"""Metrics of Tables 1 and 2 on hand-computed cases (PAPER_SPEC §5); the arithmetic is in comments.
+"""Metrics of Tables 1 and 2 on hand-computed cases (docs/paper_notes.md §5); the arithmetic is in comments.
 
 SentiHood ids: None=0 (N), Positive=1 (P), Negative=2 (Ng); rows in groups of 4 aspect positions
 (general, price, safety, transit). SemEval ids: pos=0, neu=1, neg=2, conf=3, none=4; groups of 5
@@ -280,7 +280,7 @@ def test_real_sentihood_test_trivial_and_perfect(real_data_dir):
     assert len(gold) == 7516
     m = sentihood_metrics(gold, np.eye(3)[gold])
     assert all(v == 1.0 for v in m.values())
-    # Always None with P(Pos) = P(Neg): 900 of the 1,879 groups are all-None gold (PAPER_SPEC 47.9%);
+    # Always None with P(Pos) = P(Neg): 900 of the 1,879 groups are all-None gold (docs/paper_notes.md §5.1: 47.9%);
     # no aspect is ever predicted -> macro P = R = F1 = 0 over the 979 other groups; constant
     # scores -> AUC 1/2; p_neg = .5 -> Positive: 810 of the 1,216 gold sentiments (data README).
     m = sentihood_metrics(gold, np.tile([.8, .1, .1], (len(gold), 1)))

@@ -87,7 +87,7 @@ def test_context_ids_change_logits(tiny_dir, name, preset):
 
 @pytest.mark.parametrize("name,preset,centre,tol", [
     ("cg-bert", "paper", 0.0, 0.01),        # tanh gate starts near 0: Q̂ ≈ Q (paper §3.7)
-    ("cg-bert", "official", 0.5, 0.05),     # sigmoid gate starts near 0.5 (PAPER_SPEC §2.4)
+    ("cg-bert", "official", 0.5, 0.05),     # sigmoid gate starts near 0.5 (docs/paper_notes.md §2.4)
     ("qacg-bert", "paper", 0.0, 0.01),      # λ_A = 1 - 2σ(≈0) ≈ 0: starts as BERT
     ("qacg-bert", "official", 0.0, 0.05)])
 def test_gates_at_initialisation(tiny_dir, name, preset, centre, tol):
@@ -253,7 +253,7 @@ def _count(name, preset, labels=3):
 
 
 def test_parameter_counts_bert_base():
-    """PAPER_SPEC §2.5 / §3.3 minus the official code's unused pooler attention_gate (24,641)."""
+    """docs/paper_notes.md §2.5 / §3.3 minus the official code's unused pooler attention_gate (24,641)."""
     assert count_parameters(_count("cg-bert", "official")) == 123_783_236 - 24_641 == 123_758_595
     assert count_parameters(_count("qacg-bert", "official")) == 137_857_652 - 24_641 == 137_833_011
     assert count_parameters(_count("cg-bert", "paper")) == 123_758_595

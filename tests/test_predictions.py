@@ -177,7 +177,7 @@ def test_evaluate_sentihood_test_end_to_end(tmp_path, capsys, real_data_dir):
     assert perfect == {k: 1.0 for k in perfect} and len(perfect) == 7
     trivial = np.tile([0.8, 0.1, 0.1], (len(examples), 1))             # always None
     m = _evaluate(capsys, _shuffled_file(tmp_path, examples, trivial, "none.csv"), "sentihood", real_data_dir)
-    assert m["aspect_strict_acc"] == 900 / 1879                         # 0.47898..., PAPER_SPEC 47.9%
+    assert m["aspect_strict_acc"] == 900 / 1879                         # 0.47898..., docs/paper_notes.md §5.1: 47.9%
     assert m["aspect_macro_f1"] == 0.0 and m["sentiment_acc"] == 810 / 1216
     assert list(m) == sorted(m)
 

@@ -50,7 +50,7 @@ def test_paper_numbers_are_exactly_the_published_ones():
                                                      "aspect_f1": (82.29, None), "sentiment_acc_4class": (78.1, None)}
     assert t2["QACG-BERT"].values["aspect_p"] == (94.38, 0.31) and t2["QACG-BERT"].values["aspect_f1"] == (92.64, None)
     assert t2["CG-BERT (auxiliary sentences)"].values["sentiment_acc_4class"] == (85.7, 0.5)
-    # the paper's F1 of our rows is the harmonic mean of its mean P and mean R (PAPER_SPEC §5.2)
+    # the paper's F1 of our rows is the harmonic mean of its mean P and mean R (docs/paper_notes.md §5.2)
     for name in ("CG-BERT", "CG-BERT (auxiliary sentences)", "QACG-BERT", "QACG-BERT (auxiliary sentences)"):
         v = t2[name].values
         p, r = v["aspect_p"][0], v["aspect_r"][0]

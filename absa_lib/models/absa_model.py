@@ -1,6 +1,6 @@
 """The four models behind one interface: BERT-single, BERT-pair, CG-BERT and QACG-BERT.
 
-Every model is a Hugging Face ``BertModel`` plus the official head (PAPER_SPEC §4.1)::
+Every model is a Hugging Face ``BertModel`` plus the official head (docs/paper_notes.md §4.1)::
 
     logits = W_o · Dropout(tanh(W_p h_[CLS] + b_p)) + b_o          loss = mean cross-entropy
 
@@ -9,7 +9,7 @@ alone or with an auxiliary sentence, are decided by the data variant). ``cg-bert
 add a context embedding table (one row per context id, §3.6) and swap every layer's
 ``BertSelfAttention`` for :class:`~absa_lib.models.attention.CGBertSelfAttention` or
 :class:`~absa_lib.models.attention.QACGBertSelfAttention`; they work with or without the auxiliary
-sentence. Padded keys are masked with the official additive −10000 mask (PAPER_SPEC §2.2).
+sentence. Padded keys are masked with the official additive −10000 mask (docs/paper_notes.md §2.2).
 
 Presets (:data:`PRESETS`; any field can be overridden by name in :func:`build_model`):
 

@@ -6,7 +6,7 @@ load unchanged, and HF's return contract ``(attn_output, attn_weights)``. The co
 ``e_c`` of each example arrives through ``BertModel.forward(..., context=e_c)``: transformers >= 5
 passes extra keyword arguments down to every self-attention module.
 
-Context matrix (§3.6; official code, PAPER_SPEC §2.1): each layer l has its own W_c, applied to that
+Context matrix (§3.6; official code, docs/paper_notes.md §2.1): each layer l has its own W_c, applied to that
 layer's input hidden states X, with a residual of the raw context embedding::
 
     C = [E_c ; X] W_cᵀ + b_c + E_c                     E_c = 1_n e_cᵀ,  C ∈ R^{n×d}
@@ -32,7 +32,7 @@ QACG-BERT (Eq. 4-8)::
 
 M is the additive −10000 key mask (added before the sigmoid too). λ_A has shape (n, 1): it scales
 query *rows*; λ_K is computed from key vectors but applied to row i (the official broadcast,
-PAPER_SPEC §3.1 step 6). With the shared Z (paper), A_quasi is the same for every head, so it is
+docs/paper_notes.md §3.1 step 6). With the shared Z (paper), A_quasi is the same for every head, so it is
 computed once, (B, 1, T, T), and broadcast; and since C only enters through C Zᵀ there, the product
 Z W_X is formed once per batch instead of C per token (:meth:`QACGBertSelfAttention.shared_context_qk`).
 Scaling divides by √d_h, as the official code does.

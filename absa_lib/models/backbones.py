@@ -21,7 +21,7 @@ Names users type (``--backbone``):
 Pretrained weights are loaded with key checks (:func:`load_backbone_weights`): a missing or
 unexpected backbone key is an :class:`AbsaError` that names the keys. The official code loaded
 with ``strict=False``, so a checkpoint with other key names silently trained from random weights
-(PAPER_SPEC §7.2 item 4). Only known harmless keys are ignored: the ``position_ids`` buffer and the
+(docs/paper_notes.md §7.2 item 4). Only known harmless keys are ignored: the ``position_ids`` buffer and the
 pretraining heads (``cls.*``). Old TF-style names (``LayerNorm.gamma/beta``) and a ``bert.``
 prefix are mapped to Hugging Face names.
 """
