@@ -9,21 +9,21 @@ The public API::
     predict(run, "LOCATION1 is lovely but pricey")         # label + probabilities per target × aspect
     evaluate("sentihood", "test", "my_predictions.csv")    # the paper's metrics of a prediction file
 
-(``absa_lib.train`` and ``absa_lib.predict`` name these functions; import from their modules with
-``from absa_lib.train import ...``.)
+(The modules behind them: :mod:`absa_lib.training`, :mod:`absa_lib.config`, :mod:`absa_lib.runs`,
+:mod:`absa_lib.predict`, :mod:`absa_lib.predictions`.)
 """
 
 __version__ = "0.1.0"
 
-from absa_lib.errors import AbsaError  # noqa: E402
-from absa_lib.commands.evaluate import evaluate_file as evaluate  # noqa: E402
+from absa_lib.config import TrainConfig  # noqa: E402
 from absa_lib.data import build_inputs, load_examples  # noqa: E402
+from absa_lib.errors import AbsaError  # noqa: E402
 from absa_lib.metrics import compute_metrics  # noqa: E402
 from absa_lib.models import build_model, load_tokenizer  # noqa: E402
+from absa_lib.predict import predict  # noqa: E402  (the function; the module stays importable)
+from absa_lib.predictions import evaluate_file as evaluate  # noqa: E402
 from absa_lib.runs import Run, find_runs, load_run  # noqa: E402
-from absa_lib.train import TrainConfig  # noqa: E402
-from absa_lib.train import train  # noqa: E402  (rebinds the name from the module to the function)
-from absa_lib.predict import predict  # noqa: E402
+from absa_lib.training import train  # noqa: E402
 
 __all__ = ["AbsaError", "TrainConfig", "Run", "__version__", "build_inputs", "build_model", "compute_metrics",
            "evaluate", "find_runs", "load_examples", "load_run", "load_tokenizer", "predict", "train"]

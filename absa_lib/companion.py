@@ -7,7 +7,7 @@ The notebooks in ``notebooks/`` explain and call; what they need beyond one libr
 * Folders: relative paths are resolved against the repository root (or the working directory when
   the package is installed outside a checkout, e.g. on Colab), so ``--cwd`` does not matter.
 * Runs: :func:`run_grid` (from :mod:`absa_lib.grid`, re-exported here) trains every (spec, dataset,
-  seed) with :func:`absa_lib.train.train`, which returns a cached run instantly when one with the
+  seed) with :func:`absa_lib.training.train`, which returns a cached run instantly when one with the
   same configuration exists. With ``allow_training=False`` (the ``render`` profile) it only
   collects the run records that exist.
 * Figures: :func:`save_figure` writes PNG and PDF without timestamps or software versions, so the
@@ -98,7 +98,7 @@ def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]
 def train_base(params: dict) -> dict:
     """The TrainConfig fields that come from the notebook parameters (the rest varies per spec/seed):
     the budget parameters, then ``train_options`` (any other field: precision, batching, schedule)."""
-    from absa_lib.train import TrainConfig
+    from absa_lib.config import TrainConfig
 
     options = dict(params.get("train_options") or {})
     grid_fields = {"dataset", "model", "aux", "preset", "sampler", "seed", "model_overrides", *TRAIN_FIELDS}

@@ -3,7 +3,7 @@ them (or fetching them from the run cache), and collecting existing run records 
 
 A grid is a list of :class:`Spec` (what varies: model, input variant, preset, sampler, overrides)
 times datasets times seeds; everything else (backbone, budget) comes from the notebook's parameters.
-:func:`absa_lib.train.train` returns a finished run with the same configuration instantly, so
+:func:`absa_lib.training.train` returns a finished run with the same configuration instantly, so
 notebooks can share runs: ``03`` reuses ``02``'s CG-BERT runs, ``04`` and ``05`` reuse ``03``'s.
 """
 
@@ -81,7 +81,7 @@ def other_attention_specs(dataset: str) -> list[Spec]:
 
 def make_configs(spec: Spec, dataset: str, seeds: list[int], **base) -> list:
     """One TrainConfig per seed: ``base`` holds backbone, epochs, batch size, budgets..."""
-    from absa_lib.train import TrainConfig
+    from absa_lib.config import TrainConfig
 
     return [TrainConfig(dataset=dataset, seed=int(s), **spec.filters(), **base) for s in seeds]
 
@@ -105,7 +105,7 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
         ``{(dataset, spec.label): [Run, ...]}``; empty lists where nothing exists (render).
     """
     from absa_lib.runs import find_runs
-    from absa_lib.train import train
+    from absa_lib.training import train
 
     out = {}
     for dataset in datasets:

@@ -12,6 +12,7 @@ import os
 from absa_lib import data as D
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode
+from absa_lib.inference import class_probabilities, predict_probs
 from absa_lib.runs import Run, load_run
 
 
@@ -60,8 +61,8 @@ def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None =
     Returns:
         ``{"run", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``.
     """
+    from absa_lib.config import config_from_record
     from absa_lib.models import load_tokenizer
-    from absa_lib.train import class_probabilities, config_from_record, predict_probs
 
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
@@ -73,7 +74,8 @@ def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None =
         raise AbsaError(f"the text is longer than the model's limit of {config.max_length} tokens "
                         "(with the auxiliary sentence); shorten it or pass --truncate")
     model = model or run.load_model("best")
-    probs = class_probabilities(config, predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
+    probs = class_probabilities(config.dataset, config.aux,
+                                predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
     labels = D.LABELS[config.dataset]
     out = []
     for ex, p in zip(examples, probs):

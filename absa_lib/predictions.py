@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,16 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
                         f"(first: line {line}, {_show(dataset, key)}: {found!r}, dataset says {expected!r}); "
                         "the file was made from different data; regenerate it from these examples")
     return probs
+
+
+def evaluate_file(dataset: str, split: str, predictions: str | os.PathLike,
+                  data_dir: str | os.PathLike | None = None) -> dict[str, float]:
+    """The paper's metrics (Tables 1–2) of a prediction file for ``dataset``/``split``: its rows are
+    aligned to the split's examples by key and checked (see :func:`read_predictions`)."""
+    from absa_lib.data import load_examples
+    from absa_lib.metrics import compute_metrics
+
+    examples = load_examples(dataset, split, data_dir)
+    probs = read_predictions(predictions, examples)
+    gold = np.array([e.label_id for e in examples], dtype=np.int64)
+    return compute_metrics(dataset, gold, probs)

@@ -38,7 +38,7 @@ class Cell:
 
     part: str
     label: str
-    config: object          # absa_lib.train.TrainConfig
+    config: object          # absa_lib.config.TrainConfig
 
 
 def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
@@ -77,7 +77,7 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
 
 def train_argv(config, runs_dir: Path, data_dir: str | None = None) -> list[str]:
     """The ``absa train`` command line of one cell (fields at their default are left out)."""
-    from absa_lib.train import TrainConfig
+    from absa_lib.config import TrainConfig
 
     defaults = TrainConfig()
     argv = ["absa", "train", "--dataset", config.dataset, "--model", config.model]
@@ -123,7 +123,7 @@ def _slots(workers: int | None) -> list[str | None]:
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
               threads: int | None = None, log=print) -> list[dict]:
     """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell."""
-    from absa_lib.train import is_finished, run_path
+    from absa_lib.config import is_finished, run_path
 
     logs = Path(runs_dir) / "grid_logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -205,7 +205,7 @@ def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]
     ``<dest>/runs/<dataset>/<model>/<run_id>/``: how a session adds its runs to ``results/reference``."""
     from absa_lib.grid import export_records
     from absa_lib.runs import load_run
-    from absa_lib.train import is_finished, run_path
+    from absa_lib.config import is_finished, run_path
 
     finished = [load_run(run_path(c.config, runs_dir)) for c in cells if is_finished(c.config, runs_dir)]
     return export_records(finished, dest)

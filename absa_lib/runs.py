@@ -192,7 +192,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not (path / "config.json").is_file():
         raise AbsaError(f"{path}: not a run folder (no config.json); give the folder that "
                         "`absa train` printed")
-    from absa_lib.train import config_from_record
+    from absa_lib.config import config_from_record
 
     config = read_json(path / "config.json")
     config_from_record(config, path / "config.json")          # a valid config whose hash is its run_id
@@ -213,7 +213,7 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value); a field
     a record lacks (written before the field existed) has its neutral default. Unfinished runs are
     left out; a damaged or edited record is an error (never silently dropped or used)."""
-    from absa_lib.train import NEUTRAL_DEFAULTS
+    from absa_lib.config import NEUTRAL_DEFAULTS
 
     runs = []
     for cfg in sorted(Path(runs_dir).glob("**/config.json")):

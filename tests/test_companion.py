@@ -17,8 +17,8 @@ from absa_lib.paths import repo_root
 
 
 def write_run(root, dataset="sentihood", model="qacg-bert", aux="NLI-M", seed=1, complete=True, **cfg):
+    from absa_lib.config import recorded_identity
     from absa_lib.runs import config_hash
-    from absa_lib.train import recorded_identity
 
     config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
               "model_overrides": {}, "backbone": "minilm", **cfg}

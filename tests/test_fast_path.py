@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
 
 import numpy as np
 import pytest
 import torch
 
+from absa_lib import config as run_config
 from absa_lib import device as DV
+from absa_lib import inference, runs, training
 from absa_lib.errors import AbsaError
 from absa_lib.features import Encoded, by_length, length_grouped, sequential
 
-T = importlib.import_module("absa_lib.train")
 
-
-def small(**kw) -> T.TrainConfig:
+def small(**kw) -> run_config.TrainConfig:
     base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
                 seed=7, epochs=1, batch_size=8, max_length=48, max_train_examples=48,
                 max_eval_examples=40, eval_batch_size=32)
-    return T.TrainConfig(**{**base, **kw})
+    return run_config.TrainConfig(**{**base, **kw})
 
 
 def fake_encoded(lengths):
@@ -52,9 +51,9 @@ def test_length_grouped_batches_cover_every_input_once_with_less_padding():
 def test_epoch_batches_grouped_is_a_permutation_that_changes_per_epoch():
     enc = fake_encoded(np.random.default_rng(0).integers(3, 40, 200).tolist())
     cfg = small(group_by_length=True, batch_size=16)
-    e1, e2 = T.epoch_batches(cfg, enc, 1), T.epoch_batches(cfg, enc, 2)
+    e1, e2 = training.epoch_batches(cfg, enc, 1), training.epoch_batches(cfg, enc, 2)
     assert sorted(sum(e1, [])) == list(range(200)) and e1 != e2
-    assert T.epoch_batches(cfg, enc, 1) == e1
+    assert training.epoch_batches(cfg, enc, 1) == e1
 
 
 def test_by_length_sorts_inference_batches():
@@ -71,8 +70,8 @@ def test_predict_probs_is_in_input_order_whatever_the_batching():
     rng = np.random.default_rng(0)
     enc = [Encoded(rng.integers(5, 100, n).tolist(), [0] * n, int(rng.integers(0, 8)), 0)
            for n in rng.integers(4, 30, 23)]
-    together = T.predict_probs(model, enc, batch_size=5)
-    one_by_one = np.concatenate([T.predict_probs(model, [e], batch_size=1) for e in enc])
+    together = inference.predict_probs(model, enc, batch_size=5)
+    one_by_one = np.concatenate([inference.predict_probs(model, [e], batch_size=1) for e in enc])
     np.testing.assert_allclose(together, one_by_one, atol=1e-5)
 
 
@@ -98,8 +97,8 @@ def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():
     torch.manual_seed(0)
     model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8).eval()
     enc = [Encoded(list(range(5, 5 + n)), [0] * n, c, 0) for n, c in ((7, 1), (12, 3))]
-    fp32 = T.predict_probs(model, enc, precision="fp32")
-    bf16 = T.predict_probs(model, enc, precision="bf16")
+    fp32 = inference.predict_probs(model, enc, precision="fp32")
+    bf16 = inference.predict_probs(model, enc, precision="bf16")
     assert np.abs(fp32 - bf16).max() < 0.05 and not np.array_equal(fp32, bf16)
     batch = {k: v for k, v in collate(enc).items() if k != "labels"}
     with torch.no_grad(), DV.autocast(torch.device("cpu"), "bf16"):
@@ -112,15 +111,15 @@ def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():
 
 def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(monkeypatch):
     monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: False)
-    ident = T.run_identity(small())
+    ident = run_config.run_identity(small())
     assert ident["config"]["precision"] == "fp32"
-    assert T.run_identity(small(precision="fp32")) == ident          # auto resolved here = fp32
-    for field in T.NEUTRAL_DEFAULTS:
+    assert run_config.run_identity(small(precision="fp32")) == ident          # auto resolved here = fp32
+    for field in run_config.NEUTRAL_DEFAULTS:
         assert field not in ident["config"]
     for change in ({"group_by_length": True}, {"schedule": "constant"}, {"head_lr_mult": 10.0},
                    {"precision": "bf16"}):
-        other = T.run_identity(small(**change))
-        assert T.config_hash(other) != T.config_hash(ident), change
+        other = run_config.run_identity(small(**change))
+        assert runs.config_hash(other) != runs.config_hash(ident), change
 
 
 def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeypatch):
@@ -128,7 +127,7 @@ def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeyp
     shutil.copytree(tiny_dir, folder)
     monkeypatch.chdir(tmp_path)
     relative = small(backbone="bb")
-    ident = T.run_identity(relative)
+    ident = run_config.run_identity(relative)
     assert ident["config"]["backbone"] == str(folder.resolve())     # absolute: cwd does not matter
     from safetensors.torch import load_file, save_file
 
@@ -136,7 +135,7 @@ def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeyp
     key = sorted(weights)[0]
     weights[key] = weights[key] + 1.0
     save_file(weights, folder / "model.safetensors")
-    assert T.config_hash(T.run_identity(relative)) != T.config_hash(ident)
+    assert runs.config_hash(run_config.run_identity(relative)) != runs.config_hash(ident)
 
 
 def test_config_rejects_non_finite_numbers():
@@ -155,7 +154,7 @@ def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
 
     model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8)
     config = small(head_lr_mult=10.0)
-    opt = T._optimizer(model, config, torch.device("cpu"))
+    opt = training._optimizer(model, config, torch.device("cpu"))
     mult = {id(p): g["base_lr"] / config.lr for g in opt.param_groups for p in g["params"]}
     names = dict(model.named_parameters())
     assert mult[id(names["classifier.weight"])] == pytest.approx(10.0)
@@ -168,7 +167,7 @@ def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
 
 
 def test_constant_schedule_holds_after_warmup():
-    f = [T.lr_factor(s, 100, 0.1, "constant") for s in range(100)]
+    f = [training.lr_factor(s, 100, 0.1, "constant") for s in range(100)]
     assert f[9] == 1.0 and f[-1] == 1.0 and f[0] == pytest.approx(0.1)
 
 
@@ -199,12 +198,12 @@ def test_tokenized_once_per_process(monkeypatch):
     from absa_lib.models import load_tokenizer
 
     calls = []
-    real = T.encode
-    monkeypatch.setattr(T, "encode", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = training.encode
+    monkeypatch.setattr(training, "encode", lambda *a, **k: calls.append(1) or real(*a, **k))
     tok = load_tokenizer("tiny")
     cfg = small(max_train_examples=17)
-    first = T.prepare_split(cfg, "train", tok)
-    second = T.prepare_split(small(max_train_examples=17, seed=9, model="cg-bert"), "train", tok)
+    first = training.prepare_split(cfg, "train", tok)
+    second = training.prepare_split(small(max_train_examples=17, seed=9, model="cg-bert"), "train", tok)
     assert first is second and len(calls) == 1
-    T.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
+    training.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
     assert len(calls) == 2

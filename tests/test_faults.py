@@ -23,10 +23,11 @@ import pytest
 from absa_lib import data as D
 from absa_lib.checkpoint import CHECKSUMS
 from absa_lib.cli import main
+from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paths import repo_root
 from absa_lib.runs import atomic_write_json, find_runs
-from absa_lib.train import TrainConfig, train
+from absa_lib.training import train
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -325,7 +326,7 @@ def test_out_is_read_only(capsys, tmp_path):
 
 
 def test_the_run_folder_is_checked_before_tokenizing(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(sys.modules["absa_lib.train"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
+    monkeypatch.setattr(sys.modules["absa_lib.training"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
     (tmp_path / "runs").write_text("")
     refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in")
 

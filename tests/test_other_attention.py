@@ -3,7 +3,6 @@ mechanisms' invariants on random inputs, parameter counts, saving, training thro
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 
@@ -11,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from absa_lib import config as run_config
+from absa_lib import runs
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
 from absa_lib.models import AbsaModel, build_model, count_parameters, joint
@@ -18,7 +19,6 @@ from absa_lib.models.alstm import glove_table
 from absa_lib.models.man import gram_distance, man_attention
 from absa_lib.models.orthogonal import OrthogonalAttention, gather_query
 
-T = importlib.import_module("absa_lib.train")
 OTHER = ("atae-lstm", "ae-lstm", "at-lstm", "man-bert", "oa-bert")
 SMALL_LSTM = {"alstm_hidden": 12, "alstm_aspect_dim": 6}
 
@@ -305,11 +305,11 @@ def test_joint_loss_is_the_sum_of_both_tasks_and_weights_update_by_the_rule():
 
 
 def test_objective_default_is_left_out_of_the_run_identity():
-    cfg = T.TrainConfig(backbone="tiny")
-    assert "objective" not in T.run_identity(cfg)["config"]
-    assert T.run_identity(T.TrainConfig(backbone="tiny", objective="joint"))["config"]["objective"] == "joint"
-    assert T.config_hash(T.run_identity(cfg)) != T.config_hash(T.run_identity(
-        T.TrainConfig(backbone="tiny", objective="joint-dwa")))
+    cfg = run_config.TrainConfig(backbone="tiny")
+    assert "objective" not in run_config.run_identity(cfg)["config"]
+    assert run_config.run_identity(run_config.TrainConfig(backbone="tiny", objective="joint"))["config"]["objective"] == "joint"
+    assert runs.config_hash(run_config.run_identity(cfg)) != runs.config_hash(run_config.run_identity(
+        run_config.TrainConfig(backbone="tiny", objective="joint-dwa")))
 
 
 # ----------------------------------------------------------------------------------------------

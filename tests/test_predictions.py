@@ -196,8 +196,7 @@ def test_evaluate_semeval_test_end_to_end(tmp_path, capsys, real_data_dir):
 
 
 def test_evaluate_prints_undefined_as_null(monkeypatch, capsys):
-    import absa_lib.commands.evaluate as cmd
-    monkeypatch.setattr(cmd, "evaluate_file", lambda *a: {"b": float("nan"), "a": 0.1 + 0.2})
+    monkeypatch.setattr("absa_lib.predictions.evaluate_file", lambda *a: {"b": float("nan"), "a": 0.1 + 0.2})
     assert main(["evaluate", "--dataset", "semeval", "--split", "dev", "--predictions", "x.csv"]) == 0
     assert capsys.readouterr().out == '{\n  "a": 0.30000000000000004,\n  "b": null\n}\n'
 

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import numpy as np
 import pytest
 
+from absa_lib import config as run_config
+from absa_lib import features, inference, runs, training
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
 from absa_lib.runs import load_run
 
-T = importlib.import_module("absa_lib.train")  # the module (absa_lib.train is the function)
-
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
 
-def small(**kw) -> T.TrainConfig:
+def small(**kw) -> run_config.TrainConfig:
     base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
                 seed=7, epochs=2, batch_size=8, max_length=48, max_train_examples=48,
                 max_eval_examples=40, eval_batch_size=32)
-    return T.TrainConfig(**{**base, **kw})
+    return run_config.TrainConfig(**{**base, **kw})
 
 
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
-    return T.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+    return training.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
 
 
 def test_run_writes_every_record(first_run):
@@ -52,20 +51,20 @@ def test_run_writes_every_record(first_run):
 
 
 def test_repeat_is_a_cache_hit(first_run):
-    again = T.train(small(), runs_dir=first_run.path.parents[2], progress=False)
+    again = training.train(small(), runs_dir=first_run.path.parents[2], progress=False)
     assert again.cached and again.path == first_run.path and again.metrics == first_run.metrics
 
 
 def test_any_result_affecting_field_changes_the_run_id():
-    base = T.config_hash(T.run_identity(small()))
+    base = runs.config_hash(run_config.run_identity(small()))
     for change in (dict(seed=8), dict(lr=3e-5), dict(preset="official"), dict(aux="QA-M"),
                    dict(sampler="balanced"), dict(model_overrides={"quasi": False})):
-        assert T.config_hash(T.run_identity(small(**change))) != base, change
+        assert runs.config_hash(run_config.run_identity(small(**change))) != base, change
 
 
 def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys):
     calls = {"n": 0}
-    real = T.predict_probs
+    real = inference.predict_probs
 
     def dies_in_epoch_two(*args, **kwargs):
         calls["n"] += 1
@@ -73,16 +72,16 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(T, "predict_probs", dies_in_epoch_two)
+    monkeypatch.setattr(training, "predict_probs", dies_in_epoch_two)
     with pytest.raises(KeyboardInterrupt):
-        T.train(small(), runs_dir=tmp_path, progress=False)
+        training.train(small(), runs_dir=tmp_path, progress=False)
     run_dir = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id
     with pytest.raises(AbsaError, match="did not finish"):
         load_run(run_dir)
     interrupted_epoch1 = json.loads((run_dir / "metrics.json").read_text())["epochs"][0]
-    monkeypatch.setattr(T, "predict_probs", real)
+    monkeypatch.setattr(training, "predict_probs", real)
     capsys.readouterr()
-    resumed = T.train(small(), runs_dir=tmp_path, progress=True)
+    resumed = training.train(small(), runs_dir=tmp_path, progress=True)
     assert not resumed.cached and "resuming" in capsys.readouterr().err
     assert resumed.metrics["epochs"][0] == interrupted_epoch1   # epoch 1 was not trained again
     strip = lambda m: [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in m["epochs"]]  # noqa: E731
@@ -93,19 +92,19 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
 
 
 def test_lr_schedule_warms_up_then_decays_to_zero():
-    f = [T.lr_factor(s, 100, 0.1) for s in range(100)]
+    f = [training.lr_factor(s, 100, 0.1) for s in range(100)]
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
     assert f[10] == pytest.approx(1.0) and f[55] == pytest.approx(0.5) and f[-1] == pytest.approx(1 / 90)
     assert all(a >= b for a, b in zip(f[9:], f[10:]))
 
 
 def test_balanced_sampler_equalises_classes():
-    enc = [T.Encoded([1], [0], 0, label) for label in [0] * 90 + [1] * 9 + [2] * 1]
-    order = sum(T.epoch_batches(small(sampler="balanced"), enc, epoch=1) + T.epoch_batches(
+    enc = [features.Encoded([1], [0], 0, label) for label in [0] * 90 + [1] * 9 + [2] * 1]
+    order = sum(training.epoch_batches(small(sampler="balanced"), enc, epoch=1) + training.epoch_batches(
         small(sampler="balanced", seed=8), enc, epoch=1), [])
     counts = np.bincount([enc[i].label for i in order], minlength=3) / len(order)
     assert np.allclose(counts, 1 / 3, atol=0.1)
-    uniform = sum(T.epoch_batches(small(), enc, epoch=1), [])
+    uniform = sum(training.epoch_batches(small(), enc, epoch=1), [])
     assert sorted(uniform) == list(range(100))
 
 
@@ -176,7 +175,7 @@ def test_predict_on_a_missing_run(tmp_path, capsys):
 def test_bert_single_keeps_one_classifier_per_context(tmp_path):
     from absa_lib.models.per_context import PerContextModel, load_model
 
-    run = T.train(small(model="bert-single", aux="single", epochs=1), runs_dir=tmp_path, progress=False)
+    run = training.train(small(model="bert-single", aux="single", epochs=1), runs_dir=tmp_path, progress=False)
     model = load_model(run.path / "checkpoints" / "best")
     assert isinstance(model, PerContextModel) and len(model.models) == 8
     # each classifier only ever sees its own context: changing model 0 leaves context-1 outputs alone
@@ -196,6 +195,6 @@ def test_public_api_is_importable_from_the_package():
 
     for name in absa_lib.__all__:
         assert getattr(absa_lib, name) is not None, name
-    assert absa_lib.train is T.train and absa_lib.TrainConfig is T.TrainConfig
+    assert absa_lib.train is training.train and absa_lib.TrainConfig is run_config.TrainConfig
     with pytest.raises(AttributeError):
         absa_lib.fit  # noqa: B018

@@ -1,6 +1,7 @@
 """``absa evaluate --dataset D --split S --predictions FILE``: the paper's metrics of a prediction file.
 
-Prints the dict of :func:`absa_lib.metrics.compute_metrics` as JSON: sorted keys, fractions in
+Prints :func:`absa_lib.predictions.evaluate_file` (the dict of
+:func:`absa_lib.metrics.compute_metrics`) as JSON: sorted keys, fractions in
 [0, 1] at full precision (``repr`` of the float). An undefined metric (nan, see
 :mod:`absa_lib.metrics`) is printed as ``null`` so the output stays valid JSON.
 """
@@ -24,22 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def evaluate_file(dataset: str, split: str, predictions: str,
-                  data_dir: str | None = None) -> dict[str, float]:
-    """Metrics of a prediction file for ``dataset``/``split`` (rows aligned by key)."""
-    import numpy as np
-
-    from absa_lib.data import load_examples
-    from absa_lib.metrics import compute_metrics
-    from absa_lib.predictions import read_predictions
-
-    examples = load_examples(dataset, split, data_dir)
-    probs = read_predictions(predictions, examples)
-    gold = np.array([e.label_id for e in examples], dtype=np.int64)
-    return compute_metrics(dataset, gold, probs)
-
-
 def run(args: argparse.Namespace) -> int:
+    from absa_lib.predictions import evaluate_file
+
     metrics = evaluate_file(args.dataset, args.split, args.predictions, args.data_dir)
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     print(json.dumps(clean, indent=2, sort_keys=True, allow_nan=False))

@@ -7,7 +7,8 @@ import json
 
 from types import SimpleNamespace
 
-from absa_lib.train import TrainConfig, train
+from absa_lib.config import TrainConfig
+from absa_lib.training import train
 
 # The defaults shown in --help, read without building a config (that would import the models).
 _DEFAULTS = SimpleNamespace(**{name: f.default for name, f in TrainConfig.__dataclass_fields__.items()})

@@ -1,0 +1,212 @@
+"""What determines a run: :class:`TrainConfig`, its validation, and the run's identity.
+
+A run is identified by a hash of its configuration (precision resolved for the machine, a local
+backbone as an absolute path), the data files' checksums, the backbone's fingerprint and the
+library version (:func:`run_identity`). Fields added after the first runs were recorded are left
+out of the hash while they hold the value that reproduces the earlier behaviour
+(:data:`NEUTRAL_DEFAULTS`), so earlier runs keep their ids. A run's ``config.json`` records all of
+it; :func:`config_from_record` rebuilds the config and refuses a record whose ``run_id`` is not the
+hash of what it records (an edited file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from absa_lib import __version__
+from absa_lib import data as D
+from absa_lib.device import PRECISIONS, default_device, resolve_precision
+from absa_lib.download import dataset_checksums
+from absa_lib.errors import AbsaError
+from absa_lib.models import MODELS, PRESETS
+from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_fingerprint
+from absa_lib.models.joint import OBJECTIVES
+from absa_lib.paths import default_runs_dir
+from absa_lib.runs import config_hash, marked_complete
+
+SAMPLERS = ("uniform", "balanced")
+SCHEDULES = ("linear", "constant")
+# Fields added after the first runs were recorded. At these values they reproduce the earlier
+# behaviour, so they are left out of the run identity and earlier runs keep their ids.
+NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0,
+                    "objective": "single"}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+# The fields that are not a choice from a list: (test, what is expected). A subset size of 0 would
+# train on nothing, -5 on all but five; a learning rate of inf would fail an epoch later.
+FIELD_CHECKS = {
+    "backbone": (lambda v: isinstance(v, str) and v != "", "a backbone name or a model folder"),
+    "seed": (_is_int, "an integer"),
+    **{name: (lambda v: _is_int(v) and v >= 1, "a positive integer")
+       for name in ("epochs", "batch_size", "max_length", "eval_batch_size")},
+    **{name: (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer, or unset for all")
+       for name in ("max_train_examples", "max_eval_examples")},
+    **{name: (lambda v: _is_number(v) and v > 0, "a finite positive number")
+       for name in ("lr", "head_lr_mult", "adam_eps", "max_grad_norm")},
+    "weight_decay": (lambda v: _is_number(v) and v >= 0, "a finite number >= 0"),
+    "warmup": (lambda v: _is_number(v) and 0 <= v < 1, "a fraction in [0, 1)"),
+    "group_by_length": (lambda v: isinstance(v, bool), "true or false"),
+    "model_overrides": (lambda v: isinstance(v, dict), "a mapping of model fields to values"),
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a run's result (the run id is a hash of these fields)."""
+
+    dataset: str = "sentihood"
+    model: str = "qacg-bert"
+    preset: str = "paper"           # paper | official (ignored by bert-single / bert-pair)
+    aux: str = "NLI-M"              # input variant: none | NLI-M | QA-M | NLI-B | QA-B | single
+    backbone: str = "minilm"
+    seed: int = 42
+    epochs: int = 25
+    batch_size: int = 24
+    lr: float = 2e-5
+    warmup: float = 0.1             # fraction of steps with linear warm-up
+    schedule: str = "linear"        # after warm-up: linear decay to 0 (paper) | constant
+    head_lr_mult: float = 1.0       # lr multiplier for the classifier, pooler and context layers
+    weight_decay: float = 0.01
+    adam_eps: float = 1e-6          # the official BERTAdam's epsilon
+    max_grad_norm: float = 1.0      # global norm (the official code clips per tensor)
+    max_length: int = 128
+    sampler: str = "uniform"        # uniform shuffling | balanced: the official WeightedRandomSampler
+    eval_batch_size: int = 64
+    precision: str = "auto"         # auto | fp32 | bf16 (autocast); runs record the resolved value
+    group_by_length: bool = False   # batches of similar length (less padding, same examples per epoch)
+    max_train_examples: int | None = None   # a seeded (seed 0) subset, the same for every run seed
+    max_eval_examples: int | None = None    # the first examples (whole groups) of dev and test
+    model_overrides: dict = field(default_factory=dict)
+    objective: str = "single"       # single C-way head | joint | joint-dwa (absa_lib.models.joint)
+
+    def __post_init__(self) -> None:
+        checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
+                  ("preset", self.preset, PRESETS), ("aux", self.aux, D.INPUT_VARIANTS),
+                  ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
+                  ("precision", self.precision, PRECISIONS),
+                  ("objective", self.objective, OBJECTIVES)]
+        for name, value, allowed in checks:
+            if value not in allowed:
+                raise AbsaError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+        for name, (ok, expected) in FIELD_CHECKS.items():
+            if not ok(getattr(self, name)):
+                raise AbsaError(f"{name} must be {expected}, got {getattr(self, name)!r}")
+        if self.model == "bert-single" and self.aux not in ("none", "single"):
+            raise AbsaError("bert-single reads the sentence only: use aux='single'")
+        if self.model == "bert-pair" and self.aux in ("none", "single"):
+            raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
+        if self.objective != "single" and (self.model == "bert-single" or self.aux in D.B_VARIANTS):
+            raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
+                            "bert-single, and aux none, single, NLI-M or QA-M")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_identity(config: TrainConfig) -> dict:
+    """What the run id hashes: the config (precision resolved; fields at their neutral default left
+    out), the data files' checksums, the backbone's fingerprint and the library version."""
+    config = resolved(config)
+    fields = {k: v for k, v in config.to_dict().items()
+              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+    return {"config": fields, "data_sha256": dataset_checksums(config.dataset),
+            "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+
+
+# What a run's config.json records besides the TrainConfig fields (see train()).
+RECORD_EXTRAS = ("run_id", "data_sha256", "backbone_fingerprint", "absa_lib_version",
+                 "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
+
+
+def recorded_identity(record: dict) -> dict:
+    """The :func:`run_identity` a run's config.json describes, from what it recorded: its fields, the
+    data checksums, the backbone fingerprint and the library version. Nothing is recomputed (neither
+    the data nor the backbone's weights are needed), so its hash is the run_id the record must carry.
+    A record without a backbone fingerprint was written before the fingerprint and the neutral
+    defaults were part of the identity, and is hashed as it was then."""
+    fields = {k: v for k, v in record.items() if k not in RECORD_EXTRAS}
+    identity = {"config": fields, "data_sha256": record.get("data_sha256")}
+    if "backbone_fingerprint" in record:
+        identity["config"] = {k: v for k, v in fields.items()
+                              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+        identity["backbone_fingerprint"] = record["backbone_fingerprint"]
+    return {**identity, "absa_lib_version": record.get("absa_lib_version")}
+
+
+def config_from_record(record, source: Path) -> TrainConfig:
+    """The TrainConfig of a run's config.json, after checking that it is one and that its run_id is
+    the hash of what it records (an edited ``dataset``, ``aux`` or ``model`` would otherwise make
+    ``absa predict`` answer confidently with the wrong labels).
+
+    Raises:
+        AbsaError: naming ``source``: not a JSON object, a missing or wrong-typed field, or a run_id
+            that does not match.
+    """
+    fix = "restore the file, or train the run again with `absa train ... --force`"
+    if not isinstance(record, dict) or not {"run_id", "dataset", "model", "aux", "backbone"} <= set(record):
+        got = type(record).__name__ if not isinstance(record, dict) else f"keys {sorted(record)}"
+        raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
+                        f"backbone and the other training fields), got {got}; {fix}")
+    try:
+        config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
+    except AbsaError as err:
+        raise AbsaError(f"{source}: {err}; {fix}") from None
+    digest = config_hash(recorded_identity(record))
+    if record["run_id"] != digest:
+        raise AbsaError(f"{source}: run_id {record['run_id']!r} is not the hash of the recorded configuration "
+                        f"({digest}): the file was edited or damaged; {fix}")
+    return config
+
+
+def resolved(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
+    a local backbone folder as an absolute path (a run does not depend on the working directory)."""
+
+    backbone = config.backbone if config.backbone in BACKBONES else str(Path(config.backbone).expanduser().resolve())
+    return dataclasses.replace(config, backbone=backbone,
+                               precision=resolve_precision(config.precision, default_device()))
+
+
+def run_path(config: TrainConfig, runs_dir=None) -> Path:
+    """The folder of the run ``config`` describes: ``<runs_dir>/<dataset>/<model>/<run_id>``."""
+
+    run_id = config_hash(run_identity(config))
+    return Path(runs_dir or default_runs_dir()) / config.dataset / config.model / run_id
+
+
+def is_finished(config: TrainConfig, runs_dir=None) -> bool:
+    """Whether a finished run with this configuration is in ``runs_dir`` (a cache hit)."""
+    try:
+        return marked_complete(run_path(config, runs_dir) / "metrics.json")
+    except AbsaError:
+        return False
+
+
+def check_max_length(config: TrainConfig, tokenizer) -> None:
+    """``max_length`` must hold the special tokens, the longest auxiliary sentence of the input variant
+    and one word of the sentence (below that nothing can be truncated as it should), and at most the
+    backbone's ``max_position_embeddings``."""
+
+    ds, aux = config.dataset, config.aux
+    targets = D.TARGETS if ds == "sentihood" else (None,)
+    labels = D.LABELS[ds] if aux in D.B_VARIANTS else (None,)
+    longest = 0 if aux in ("none", "single") else max(
+        len(tokenizer.tokenize(D.auxiliary_sentence(ds, aux, t, a, lab)))
+        for t in targets for a in D.ASPECTS[ds] for lab in labels)
+    low = (3 if longest else 2) + longest + 1
+    high = backbone_config(config.backbone).max_position_embeddings
+    if not low <= config.max_length <= high:
+        raise AbsaError(f"max_length={config.max_length} is out of range: expected {low} to {high} tokens "
+                        f"(aux {aux} needs {low - 1} for the special tokens and its longest auxiliary sentence "
+                        f"plus one word; backbone {config.backbone} has {high} positions)")
