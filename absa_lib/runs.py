@@ -1,4 +1,4 @@
-"""Run records: identity (a hash of everything that affects the result), atomic files, provenance.
+"""Run records: identity (a hash of everything that affects the result), provenance, the run cache.
 
 A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
 
@@ -13,8 +13,9 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
                                  verified before use; not for git
 
-Every file is written to a temporary name in the same folder and moved into place, so a killed
-process leaves either the old file or the new one, and ``complete`` is written last.
+Every file is written atomically (:mod:`absa_lib.fileio`), so a killed process leaves either the old
+file or the new one, and ``complete`` is written last. :func:`find_runs` is the cache lookup: the
+finished runs whose configuration matches.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from absa_lib.errors import AbsaError
-
-# atomic_write_json: train.py and checkpoint.py still import it from here
-from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json  # noqa: F401
+from absa_lib.fileio import (
+    atomic_write_bytes,
+    atomic_write_json,  # noqa: F401  (train.py and checkpoint.py still import it from here)
+    read_json,
+)
 
 
 def config_hash(identity: dict) -> str:

@@ -88,8 +88,8 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
     metrics = METRICS[dataset]
     header = ["Model", "Input", "Objective", "Seeds"] + [t for _, t, _ in metrics]
     lines = [f"# {title}", "",
-             "Test set, %: mean ± sd over seeds at the **dev-best** epoch, and in brackets at the "
-             "test-best epoch (the official code's selection on the test set, optimistic).", "",
+             ("Test set, %: mean ± sd over seeds at the **dev-best** epoch, and in brackets at the "
+              "test-best epoch (the official code's selection on the test set, optimistic)."), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in df.to_dict("records"):
         cells = [rec["label"], "sentence + auxiliary" if rec["aux"] != "none" else "sentence + context id",
