@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from absa_lib.download import file_sha256
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.runs import atomic_write_json, read_json
+from absa_lib.fileio import atomic_write_json, read_json
 
 CHECKSUMS = "checksums.json"
 

@@ -38,6 +38,8 @@ NONE_LABEL = {"sentihood": "None", "semeval": "none"}
 ASPECTS = {"sentihood": ("general", "price", "safety", "transit-location"),
            "semeval": ("price", "anecdotes/miscellaneous", "food", "ambience", "service")}
 TARGETS = ("LOCATION1", "LOCATION2")
+# Examples come in consecutive groups of one (sentence, target): one example per aspect.
+GROUP_SIZE = {dataset: len(aspects) for dataset, aspects in ASPECTS.items()}
 SENTIHOOD_ALL_ASPECTS = ("general", "price", "transit-location", "safety", "live", "nightlife", "shopping",
                          "multicultural", "green-nature", "dining", "quiet", "touristy")
 RAW_FILES = {("sentihood", s): f"sentihood/sentihood-{s}.json" for s in SPLITS}

@@ -1,7 +1,8 @@
-"""The analysis arrays behind Figures 3-5, computed from a trained QACG-BERT and saved as JSON.
+"""The numbers behind every figure, computed from trained models and saved as JSON; no drawing here.
 
 The notebooks save what these functions return under ``results/analysis/`` so that the
-``render`` profile redraws the figures (:mod:`absa_lib.plots`) without a model.
+``render`` profile redraws the figures (:mod:`absa_lib.plots`, which draws only) without a model.
+The example sentences of Figures 3 and 5 are chosen in notebook 05.
 
 * Figure 3 (:func:`relevance_data`): gradient sensitivity r_t = ‖∂z_c/∂E_t‖² / max_t′ ‖∂z_c/∂E_t′‖²
   (:func:`absa_lib.analysis.gradient_sensitivity`) of the same test sentence under different
@@ -12,30 +13,29 @@ The notebooks save what these functions return under ``results/analysis/`` so th
   n test examples whose gold label is not None (padding excluded).
 * Figure 5 (:func:`attention_example`): per head of one layer, the column sums Σ_i M_ij over
   query rows i of Â, A_self and λ_A ⊙ A_quasi, one value per key token j.
+* Notebook 06 (:func:`attention_comparison`): where each attention system looks on one sentence.
+* Notebooks 02/03 (:func:`component_table`): shape and range of every attention component;
+  training curves (:func:`curves_from_runs`) from run records.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pandas as pd
 import torch
 
 from absa_lib import data as D
-from absa_lib.analysis import extract_components, gradient_sensitivity
+from absa_lib.analysis import extract_components, gradient_sensitivity, token_attention
 from absa_lib.errors import AbsaError
 from absa_lib.features import collate, encode
-from absa_lib.plots import FIG4_BINS, FIG4_PANELS, histogram_counts, merge_histograms
 
-# SentiHood test sentences of the paper's figures (found by their words: "rent is cheaper ...
-# central London"; "posh and expensive ... cheap"; "nice, but it's not cheap").
-FIG3_PANELS = (
-    {"title": "LOCATION1: price vs transit-location", "sentence_id": "583",
-     "contexts": [("LOCATION1", "price"), ("LOCATION1", "transit-location")]},
-    {"title": "price: LOCATION1 vs LOCATION2", "sentence_id": "1474",
-     "contexts": [("LOCATION1", "price"), ("LOCATION2", "price")]},
-)
-FIG5_EXAMPLE = ("745", "LOCATION1", "price")
-HIST_KEYS = tuple(k for k, _, _, _ in FIG4_PANELS) + ("quasi_term",)
-_RANGES = {**{k: r for k, _, r, _ in FIG4_PANELS}, "quasi_term": (-1.0, 1.0)}
+# Figure 4: the x-range of each component's bins (the quasi term λ_A ⊙ A_quasi is kept too)
+HIST_RANGES = {"a_hat": (-1.0, 2.0), "lambda_a": (-1.0, 1.0), "a_self": (0.0, 1.0), "a_quasi": (0.0, 1.0),
+               "quasi_term": (-1.0, 1.0)}
+HIST_KEYS = tuple(HIST_RANGES)
+FIG4_BINS = 50
 
 
 def encode_batch(examples: list, aux: str, tokenizer, max_length: int = 128) -> tuple[dict, list[list[str]]]:
@@ -64,9 +64,12 @@ def find_example(examples: list, key: tuple):
                     f"{examples[0].split if examples else ''} split; check the sentence id")
 
 
-def relevance_data(model, tokenizer, examples: list, panels=FIG3_PANELS, aux: str = "none",
+def relevance_data(model, tokenizer, examples: list, panels: list[dict], aux: str = "none",
                    max_length: int = 128) -> list[dict]:
     """Figure 3 panels: relevance of each sentence token under each context (sentence part only).
+
+    Args:
+        panels: each ``{"title", "sentence_id", "contexts": [(target, aspect), ...]}``.
 
     Returns:
         Per panel ``{"title", "sentence_id", "text", "tokens", "rows": {label: [r_t]}, "contexts":
@@ -91,6 +94,49 @@ def relevance_data(model, tokenizer, examples: list, panels=FIG3_PANELS, aux: st
         out.append({"title": panel["title"], "sentence_id": panel["sentence_id"], "text": exs[0].text,
                     "tokens": tokens[0][:n], "rows": rows, "contexts": contexts})
     return out
+
+
+def histogram_counts(values: np.ndarray, lo: float, hi: float, bins: int = FIG4_BINS) -> dict:
+    """Counts of ``values`` in ``bins`` equal bins over [lo, hi], plus what fell outside.
+
+    Returns:
+        ``{"edges": [bins+1], "counts": [bins], "below": int, "above": int, "n": int, "min", "max",
+        "mean", "fraction_negative"}`` (JSON-serialisable; adding two such dicts = pooling the data).
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    edges = np.linspace(lo, hi, bins + 1)
+    counts, _ = np.histogram(values, bins=edges)
+    return {"edges": edges.tolist(), "counts": counts.astype(int).tolist(),
+            "below": int((values < lo).sum()), "above": int((values > hi).sum()), "n": int(values.size),
+            "min": float(values.min()) if values.size else math.nan,
+            "max": float(values.max()) if values.size else math.nan,
+            "sum": float(values.sum()), "negative": int((values < 0).sum())}
+
+
+def merge_histograms(a: dict | None, b: dict) -> dict:
+    """Pool two :func:`histogram_counts` results over the same bins."""
+    if a is None:
+        return dict(b)
+    if a["edges"] != b["edges"]:
+        raise ValueError("cannot merge histograms with different bins")
+    return {"edges": a["edges"], "counts": [x + y for x, y in zip(a["counts"], b["counts"])],
+            "below": a["below"] + b["below"], "above": a["above"] + b["above"], "n": a["n"] + b["n"],
+            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"]), "sum": a["sum"] + b["sum"],
+            "negative": a["negative"] + b["negative"]}
+
+
+def histogram_summary(hists: dict) -> pd.DataFrame:
+    """Figure 4 in numbers: entries, mean, range, share negative, share in [0.25, 0.5) per component."""
+    rows = []
+    for key, h in hists.items():
+        if h is None:
+            continue
+        edges, counts = h["edges"], h["counts"]
+        mid = sum(c for lo, hi, c in zip(edges[:-1], edges[1:], counts) if lo >= 0.25 - 1e-9 and hi <= 0.5 + 1e-9)
+        rows.append({"component": key, "entries": h["n"], "mean": h["sum"] / h["n"] if h["n"] else float("nan"),
+                     "min": h["min"], "max": h["max"], "share negative": h["negative"] / h["n"] if h["n"] else 0.0,
+                     "share in [0.25, 0.5)": mid / h["n"] if h["n"] else 0.0})
+    return pd.DataFrame(rows)
 
 
 def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: int = 0, aux: str = "none",
@@ -126,7 +172,7 @@ def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: i
             for key in HIST_KEYS:
                 v = values[key]
                 m = (row if key == "lambda_a" else pair).expand_as(v)
-                lo, hi = _RANGES[key]
+                lo, hi = HIST_RANGES[key]
                 hists[key] = merge_histograms(hists[key], histogram_counts(v[m].numpy(), lo, hi, FIG4_BINS))
     return {"n_examples": len(chosen), "seed": seed, "aux": aux, "layers": layers, "heads": heads,
             "keys": [list(ex.key) for ex in chosen], "histograms": hists}
@@ -161,3 +207,49 @@ def figure5_rows(data: dict, head: int | None = None) -> dict:
     h = data["head"] if head is None else head
     return {r"$\hat{A}$": data["a_hat"][h], r"$A_{\mathrm{self}}$": data["a_self"][h],
             r"$\lambda_A \odot A_{\mathrm{quasi}}$": data["quasi_term"][h]}
+
+
+def attention_comparison(models: dict, tokenizer, example, max_length: int = 128) -> dict:
+    """Per-token attention of each model on one example (sentence alone, context id).
+
+    Args:
+        models: ``{label: trained model}``, all reading the sentence alone (``aux=none``) with the
+            same tokenizer, so their tokens line up.
+        example: an :class:`absa_lib.data.Example`.
+
+    Returns:
+        ``{"sentence_id", "target", "aspect", "gold", "text", "tokens", "rows": {label: [T]},
+        "predicted": {label: label name}}``.
+    """
+    batch, tokens = encode_batch([example], "none", tokenizer, max_length)
+    rows, predicted = {}, {}
+    for label, model in models.items():
+        rows[label] = [round(float(x), 6) for x in token_attention(model, batch)[0]]
+        with torch.no_grad():
+            logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        predicted[label] = D.LABELS[example.dataset][int(logits.argmax(-1)[0])]
+    return {"sentence_id": example.sentence_id, "target": example.target, "aspect": example.aspect,
+            "gold": example.label, "text": example.text, "tokens": tokens[0], "rows": rows, "predicted": predicted}
+
+
+def component_table(components: list[dict]) -> pd.DataFrame:
+    """Shape and range of every attention component of every layer (from ``extract_components``)."""
+    rows = []
+    for layer, comps in enumerate(components):
+        for key, v in comps.items():
+            v = v.float()
+            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape), "min": float(v.min()),
+                         "max": float(v.max()), "mean": float(v.mean())})
+    return pd.DataFrame(rows)
+
+
+def curves_from_runs(runs: list, label_of) -> list[dict]:
+    """Per-run curves for :func:`training_curves` from run records (``label_of(run) -> str``)."""
+    out = []
+    for run in runs:
+        metric = run.metrics["selection_metric"]
+        rows = run.metrics["epochs"]
+        out.append({"dataset": run.config["dataset"], "label": label_of(run), "metric": metric,
+                    "epochs": [r["epoch"] for r in rows], "dev": [r["dev"][metric] for r in rows],
+                    "test": [r["test"][metric] for r in rows]})
+    return out

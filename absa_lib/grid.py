@@ -1,8 +1,9 @@
-"""Grids of runs for the notebooks: which configurations make up a table row or an ablation, training
-them (or fetching them from the run cache), and collecting existing run records (``render``).
+"""The grid of runs: which configurations make up a table row, an ablation or a comparison; training
+them (or fetching them from the run cache); collecting existing run records (``render``).
 
 A grid is a list of :class:`Spec` (what varies: model, input variant, preset, sampler, overrides)
-times datasets times seeds; everything else (backbone, budget) comes from the notebook's parameters.
+times datasets times seeds; everything else (backbone, budget) comes from the notebook's parameters
+(:func:`train_base`). The ablation specs are listed in :mod:`absa_lib.ablations`.
 :func:`absa_lib.training.train` returns a finished run with the same configuration instantly, so
 notebooks can share runs: ``03`` reuses ``02``'s CG-BERT runs, ``04`` and ``05`` reuse ``03``'s.
 """
@@ -12,9 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from absa_lib.runs import atomic_write_bytes
+from absa_lib.errors import AbsaError
+from absa_lib.fileio import atomic_write_bytes
 
 RECORD_FILES = ("config.json", "metrics.json", "env.json")   # what results/ keeps of a run (no weights)
+# The notebook parameters that are TrainConfig fields (the training budget): every notebook that
+# trains declares them, and every profile sets them.
+TRAIN_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "max_eval_examples",
+                "eval_batch_size")
+GRID_FIELDS = ("dataset", "model", "aux", "preset", "sampler", "seed", "model_overrides", "objective")
 
 
 @dataclass(frozen=True)
@@ -42,25 +49,6 @@ def table_specs(dataset: str, models: tuple[str, ...]) -> list[Spec]:
     return [Spec(r.name, r.model, r.aux) for r in paper_rows(dataset, models)]
 
 
-def ablation_specs() -> list[Spec]:
-    """04_ablations: QACG-BERT with the auxiliary sentence (paper preset) and one change at a time,
-    plus CG-BERT's gate activation. Each spec differs from its reference in exactly one field."""
-    ref = "reference: paper preset, NLI-M auxiliary sentence, uniform sampler"
-    return [
-        Spec("QACG-BERT (aux)", "qacg-bert", "NLI-M", change=ref),
-        Spec("QACG-BERT (aux), official preset", "qacg-bert", "NLI-M", preset="official",
-             change="official code's settings: per-head Z, dropout on C_Q/C_K, λ biases, init 0.02"),
-        Spec("QACG-BERT (aux), λ_A = 0", "qacg-bert", "NLI-M", model_overrides={"quasi": False},
-             change="quasi term off: Â = A_self (model override quasi=False)"),
-        Spec("QACG-BERT (no aux)", "qacg-bert", "none", change="no auxiliary sentence (context id only)"),
-        Spec("QACG-BERT (aux), balanced sampler", "qacg-bert", "NLI-M", sampler="balanced",
-             change="class-balanced sampling with replacement (official WeightedRandomSampler)"),
-        Spec("CG-BERT (aux), tanh gate", "cg-bert", "NLI-M", change="CG reference: paper's tanh gate (Eq. 3)"),
-        Spec("CG-BERT (aux), sigmoid gate", "cg-bert", "NLI-M", model_overrides={"gate_activation": "sigmoid"},
-             change="official code's sigmoid gate"),
-    ]
-
-
 def other_attention_specs(dataset: str) -> list[Spec]:
     """06_other_attention: the other attention systems, beside the BERT-pair, CG-BERT and QACG-BERT
     rows of the main grid (shared with 02/03), and QACG-BERT under the joint objectives."""
@@ -77,6 +65,23 @@ def other_attention_specs(dataset: str) -> list[Spec]:
         Spec("QACG-BERT, joint + dynamic weights", "qacg-bert", "none", objective="joint-dwa",
              change=f"{new}: task weights from the dev losses after each epoch"),
     ]
+
+
+def train_base(params: dict) -> dict:
+    """The TrainConfig fields that come from the notebook parameters (the rest varies per spec/seed):
+    the budget parameters, then ``train_options`` (any other field: precision, batching, schedule)."""
+    from absa_lib.config import TrainConfig
+
+    missing = [k for k in TRAIN_FIELDS if k not in params]
+    if missing:
+        raise AbsaError(f"parameters {', '.join(missing)} are missing: a notebook that trains declares all of "
+                        f"{', '.join(TRAIN_FIELDS)}")
+    options = dict(params.get("train_options") or {})
+    unknown = sorted(set(options) - set(TrainConfig.__dataclass_fields__) | set(options) & {*GRID_FIELDS, *TRAIN_FIELDS})
+    if unknown:
+        raise AbsaError(f"train_options: {unknown[0]!r} is not a TrainConfig field set there (the grid sets "
+                        "dataset, model, aux, preset, sampler, seed and overrides; budgets have their own parameters)")
+    return {**{k: params[k] for k in TRAIN_FIELDS}, **options}
 
 
 def make_configs(spec: Spec, dataset: str, seeds: list[int], **base) -> list:
@@ -122,20 +127,6 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
                 print(f"[runs] {dataset} {spec.label} seed {config.seed}: {state} {run.run_id}")
                 runs.append(run)
             out[(dataset, spec.label)] = runs
-    return out
-
-
-def ablation_variants(grid: dict, dataset: str, specs: list[Spec]) -> list:
-    """:class:`absa_lib.tables.Variant` rows for 04: every spec at dev-best, then the two references
-    (first QACG and first CG spec) at test-best, the official code's selection on the test set."""
-    from absa_lib.tables import Variant
-
-    out = [Variant(s.label, s.change, grid.get((dataset, s.label), []), "dev_best") for s in specs]
-    for model in ("qacg-bert", "cg-bert"):
-        ref = next((s for s in specs if s.model == model), None)
-        if ref is not None:
-            out.append(Variant(ref.label, "epoch selected on the test set (official protocol, optimistic)",
-                               grid.get((dataset, ref.label), []), "test_best"))
     return out
 
 

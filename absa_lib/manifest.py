@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from absa_lib.errors import AbsaError
-from absa_lib.runs import atomic_write_json
+from absa_lib.fileio import atomic_write_json
 
 NAME = "MANIFEST.json"
 

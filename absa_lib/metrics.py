@@ -46,10 +46,13 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from absa_lib.data import GROUP_SIZE, LABELS
 from absa_lib.errors import AbsaError
 
-GROUP_SIZE = {"sentihood": 4, "semeval": 5}
-NUM_CLASSES = {"sentihood": 3, "semeval": 5}
+# Label ids, in the order of absa_lib.data.LABELS (the published files' order, as the reference's):
+SH_NONE, SH_POSITIVE, SH_NEGATIVE = (LABELS["sentihood"].index(x) for x in ("None", "Positive", "Negative"))
+SE_POSITIVE, SE_NEGATIVE, SE_NONE = (LABELS["semeval"].index(x) for x in ("positive", "negative", "none"))
+SE_SENTIMENTS = 4            # positive, neutral, negative, conflict come first; the first 3 are the 3-class task
 METRIC_KEYS = {
     "sentihood": ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1",
                   "aspect_auc", "sentiment_acc", "sentiment_auc"),
@@ -66,7 +69,7 @@ def _validated(dataset: str, gold, probs) -> tuple[np.ndarray, np.ndarray]:
     """Check shapes and values; return gold as int64 (N,) and probs as float64 (N, C)."""
     if dataset not in GROUP_SIZE:
         raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(GROUP_SIZE)}")
-    size, n_classes = GROUP_SIZE[dataset], NUM_CLASSES[dataset]
+    size, n_classes = GROUP_SIZE[dataset], len(LABELS[dataset])
     gold, probs = np.asarray(gold), np.asarray(probs, dtype=np.float64)
     if gold.ndim != 1 or probs.ndim != 2 or len(gold) != len(probs):
         raise AbsaError(f"{dataset} metrics: gold must be (N,) and probs (N, {n_classes}); got "
@@ -123,13 +126,14 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
     """
     gold, probs = _validated("sentihood", gold, probs)
     pred = probs.argmax(axis=1)                                   # (N,)
-    g, p = gold.reshape(-1, 4), pred.reshape(-1, 4)               # (groups, 4)
+    size = GROUP_SIZE["sentihood"]
+    g, p = gold.reshape(-1, size), pred.reshape(-1, size)         # (groups, 4)
     strict_acc = int(np.all(g == p, axis=1).sum()) / len(g)
 
     # Macro P/R over groups with at least one gold aspect; summed in order, as the reference does.
     p_all = r_all = 0.0
     count = 0
-    for pred_set, gold_set in zip(p != 0, g != 0):
+    for pred_set, gold_set in zip(p != SH_NONE, g != SH_NONE):
         n_gold = int(gold_set.sum())
         if n_gold == 0:
             continue
@@ -144,16 +148,16 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
     else:
         macro_f1 = 2 * macro_p * macro_r / (macro_p + macro_r) if macro_p + macro_r else 0.0
 
-    position = np.arange(len(gold)) % 4                            # aspect position, LOC1/LOC2 pooled
-    aspect_auc = _macro_auc((gold == 0).astype(int), probs[:, 0], position, 4)
+    position = np.arange(len(gold)) % size                           # aspect position, LOC1/LOC2 pooled
+    aspect_auc = _macro_auc((gold == SH_NONE).astype(int), probs[:, SH_NONE], position, size)
 
-    has = gold != 0                                                # sentiment subset
-    pos, neg = probs[has, 1], probs[has, 2]
+    has = gold != SH_NONE                                              # sentiment subset
+    pos, neg = probs[has, SH_POSITIVE], probs[has, SH_NEGATIVE]
     den = pos + neg
     p_neg = np.divide(neg, den, out=np.full_like(neg, 0.5), where=den > 0)
-    is_neg = (gold[has] == 2).astype(int)
+    is_neg = (gold[has] == SH_NEGATIVE).astype(int)
     sentiment_acc = _ratio(int(((p_neg > 0.5).astype(int) == is_neg).sum()), int(has.sum()))
-    sentiment_auc = _macro_auc(is_neg, p_neg, position[has], 4)
+    sentiment_auc = _macro_auc(is_neg, p_neg, position[has], size)
     return {"aspect_strict_acc": float(strict_acc), "aspect_macro_p": float(macro_p),
             "aspect_macro_r": float(macro_r), "aspect_macro_f1": float(macro_f1),
             "aspect_auc": aspect_auc, "sentiment_acc": float(sentiment_acc), "sentiment_auc": sentiment_auc}
@@ -173,7 +177,8 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
     """
     gold, probs = _validated("semeval", gold, probs)
     pred = probs.argmax(axis=1)                                    # (N,)
-    g_set, s_set = gold.reshape(-1, 5) != 4, pred.reshape(-1, 5) != 4   # (sentences, 5)
+    size = GROUP_SIZE["semeval"]
+    g_set, s_set = gold.reshape(-1, size) != SE_NONE, pred.reshape(-1, size) != SE_NONE   # (sentences, 5)
     keep = g_set.any(axis=1)                                       # sentences with a gold aspect
     s_all, g_all = int(s_set[keep].sum()), int(g_set[keep].sum())
     sg_all = int((s_set & g_set)[keep].sum())
@@ -182,14 +187,15 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
     f = 2 * p * r / (p + r) if p + r else 0.0
 
     # 4 classes: gold != none; a predicted none becomes the best of the 4 sentiment classes.
-    m4 = gold != 4
-    pred4 = np.where(pred == 4, probs[:, :4].argmax(axis=1), pred)
+    m4 = gold != SE_NONE
+    pred4 = np.where(pred == SE_NONE, probs[:, :SE_SENTIMENTS].argmax(axis=1), pred)
     # 3 classes: gold in {pos, neu, neg}; predicted conflict/none -> best of pos/neu/neg.
     m3 = gold <= 2
     pred3 = np.where(pred >= 3, probs[:, :3].argmax(axis=1), pred)
     # binary: gold in {pos, neg}; predicted neu/conflict/none -> pos if P(pos) >= P(neg).
-    m2 = (gold == 0) | (gold == 2)
-    pred2 = np.where((pred == 0) | (pred == 2), pred, np.where(probs[:, 0] >= probs[:, 2], 0, 2))
+    m2 = (gold == SE_POSITIVE) | (gold == SE_NEGATIVE)
+    pred2 = np.where((pred == SE_POSITIVE) | (pred == SE_NEGATIVE), pred,
+                     np.where(probs[:, SE_POSITIVE] >= probs[:, SE_NEGATIVE], SE_POSITIVE, SE_NEGATIVE))
 
     def acc(mask: np.ndarray, remapped: np.ndarray) -> float:
         return _ratio(int((remapped[mask] == gold[mask]).sum()), int(mask.sum()))

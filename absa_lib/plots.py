@@ -2,7 +2,8 @@
 
 Every function takes plain data (lists, dicts, DataFrames: what the notebooks save under
 ``results/``) and returns a matplotlib Figure, so the ``render`` profile can redraw every figure
-from files without a model. Saving is :func:`absa_lib.companion.save_figure`.
+from files without a model; :func:`save_figure` writes it without timestamps. The numbers behind
+the figures come from :mod:`absa_lib.figure_data`; nothing here computes them.
 
 * Figure 3 (paper §4.5): gradient sensitivity r_t = ‖∂z_c/∂E_t‖² / max_t′ ‖∂z_c/∂E_t′‖², one row
   of a heat map per context (aspects of one target; targets for one aspect).
@@ -16,7 +17,9 @@ from files without a model. Saving is :func:`absa_lib.companion.save_figure`.
 
 from __future__ import annotations
 
+import io
 import math
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,14 +27,34 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-# Figure 4 panels: (key in the analysis arrays, panel title, x-range of the bins, log-scale y)
+from absa_lib.fileio import atomic_write_bytes
+
+# Figure 4 panels: (key in the analysis arrays, panel title, log-scale y)
 FIG4_PANELS = (
-    ("a_hat", r"(a) $\hat{A}$", (-1.0, 2.0), True),
-    ("lambda_a", r"(b) $\lambda_A$", (-1.0, 1.0), False),
-    ("a_self", r"(c) $A_{\mathrm{Self\text{-}Attn}}$", (0.0, 1.0), True),
-    ("a_quasi", r"(d) $A_{\mathrm{Quasi\text{-}Attn}}$", (0.0, 1.0), True),
+    ("a_hat", r"(a) $\hat{A}$", True),
+    ("lambda_a", r"(b) $\lambda_A$", False),
+    ("a_self", r"(c) $A_{\mathrm{Self\text{-}Attn}}$", True),
+    ("a_quasi", r"(d) $A_{\mathrm{Quasi\text{-}Attn}}$", True),
 )
-FIG4_BINS = 50
+
+
+def save_figure(fig, figures_dir: str | Path, stem: str, formats: tuple[str, ...] = ("png", "pdf"),
+                dpi: int = 150) -> list[Path]:
+    """Save ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` with no timestamps or software versions.
+
+    PNG metadata ``{"Software": None}``, PDF ``{"Creator": None, "Producer": None,
+    "CreationDate": None}`` (pytest-mpl's recipe): the same figure gives the same bytes.
+    """
+    meta = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None},
+            "svg": {"Date": None, "Creator": None}}
+    paths = []
+    for fmt in formats:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=dpi, metadata=meta.get(fmt), bbox_inches="tight")
+        path = Path(figures_dir) / f"{stem}.{fmt}"
+        atomic_write_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
 
 
 def _new(figsize, nrows=1, ncols=1, **kw):
@@ -107,39 +130,11 @@ def relevance_heatmap(panels: list[dict]) -> Figure:
 # Figure 4
 
 
-def histogram_counts(values: np.ndarray, lo: float, hi: float, bins: int = FIG4_BINS) -> dict:
-    """Counts of ``values`` in ``bins`` equal bins over [lo, hi], plus what fell outside.
-
-    Returns:
-        ``{"edges": [bins+1], "counts": [bins], "below": int, "above": int, "n": int, "min", "max",
-        "mean", "fraction_negative"}`` (JSON-serialisable; adding two such dicts = pooling the data).
-    """
-    values = np.asarray(values, dtype=np.float64).ravel()
-    edges = np.linspace(lo, hi, bins + 1)
-    counts, _ = np.histogram(values, bins=edges)
-    return {"edges": edges.tolist(), "counts": counts.astype(int).tolist(),
-            "below": int((values < lo).sum()), "above": int((values > hi).sum()), "n": int(values.size),
-            "min": float(values.min()) if values.size else math.nan,
-            "max": float(values.max()) if values.size else math.nan,
-            "sum": float(values.sum()), "negative": int((values < 0).sum())}
-
-
-def merge_histograms(a: dict | None, b: dict) -> dict:
-    """Pool two :func:`histogram_counts` results over the same bins."""
-    if a is None:
-        return dict(b)
-    if a["edges"] != b["edges"]:
-        raise ValueError("cannot merge histograms with different bins")
-    return {"edges": a["edges"], "counts": [x + y for x, y in zip(a["counts"], b["counts"])],
-            "below": a["below"] + b["below"], "above": a["above"] + b["above"], "n": a["n"] + b["n"],
-            "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"]), "sum": a["sum"] + b["sum"],
-            "negative": a["negative"] + b["negative"]}
-
-
 def histograms(hists: dict, n_examples: int | None = None) -> Figure:
-    """Figure 4: four histograms from :func:`histogram_counts` dicts keyed as in ``FIG4_PANELS``."""
+    """Figure 4: four histograms from :func:`absa_lib.figure_data.histogram_counts` dicts keyed as in
+    ``FIG4_PANELS``."""
     fig, axes = _new((12.0, 2.8), 1, 4)
-    for ax, (key, title, _, log_y) in zip(axes[0], FIG4_PANELS):
+    for ax, (key, title, log_y) in zip(axes[0], FIG4_PANELS):
         h = hists.get(key)
         if h is None:
             ax.set_axis_off()
@@ -221,18 +216,6 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
         if mine:
             ax.legend(fontsize=7)
     return fig
-
-
-def curves_from_runs(runs: list, label_of) -> list[dict]:
-    """Per-run curves for :func:`training_curves` from run records (``label_of(run) -> str``)."""
-    out = []
-    for run in runs:
-        metric = run.metrics["selection_metric"]
-        rows = run.metrics["epochs"]
-        out.append({"dataset": run.config["dataset"], "label": label_of(run), "metric": metric,
-                    "epochs": [r["epoch"] for r in rows], "dev": [r["dev"][metric] for r in rows],
-                    "test": [r["test"][metric] for r in rows]})
-    return out
 
 
 def ablation_bars(df: pd.DataFrame, metric: str, title: str = "") -> Figure:

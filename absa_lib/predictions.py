@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from absa_lib.data import LABELS
 from absa_lib.errors import AbsaError
-from absa_lib.runs import atomic_write_bytes
+from absa_lib.fileio import atomic_write_bytes
 
-LABEL_COLUMNS = {"sentihood": ("p_none", "p_positive", "p_negative"),          # LABELS order
-                 "semeval": ("p_positive", "p_neutral", "p_negative", "p_conflict", "p_none")}
+LABEL_COLUMNS = {dataset: tuple(f"p_{label.lower()}" for label in labels) for dataset, labels in LABELS.items()}
 KEY_COLUMNS = {"sentihood": ("id", "target", "aspect"), "semeval": ("id", "aspect")}
 COLUMNS = {d: (*KEY_COLUMNS[d], "gold", *LABEL_COLUMNS[d]) for d in LABEL_COLUMNS}
 

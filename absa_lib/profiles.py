@@ -1,11 +1,16 @@
-"""A profile with command-line changes: what ``run_all.sh PROFILE -p NAME VALUE ...`` runs with.
+"""Profiles: ``params/<name>.yaml`` holds one value per notebook parameter (papermill ``-f``).
+
+Each notebook declares, in its cell tagged ``parameters``, only the parameters it uses; a profile
+holds the union, so one file serves every notebook (papermill passes a notebook the names it does
+not declare, and they go unused). The notebooks are the one list of parameter names:
+:func:`notebook_parameters` reads them with papermill.
 
     python -m absa_lib.profiles params/cpu.yaml OUT.yaml [-p NAME VALUE ...]
 
 writes ``params/cpu.yaml`` with the changes applied to ``OUT.yaml``, which the grid runner and every
-notebook then read, so they train the same runs. A name that is not a notebook parameter, or an
-argument other than ``-p NAME VALUE``, is an error before anything runs (a typo never passes
-silently). Values are read as YAML: ``3``, ``true``, ``[42, 43]``, ``'{"group_by_length": true}'``.
+notebook then read, so they train the same runs. A name that no notebook declares, or an argument
+other than ``-p NAME VALUE``, is an error before anything runs (a typo never passes silently).
+Values are read as YAML: ``3``, ``true``, ``[42, 43]``, ``'{"group_by_length": true}'``.
 """
 
 from __future__ import annotations
@@ -16,15 +21,72 @@ from pathlib import Path
 import yaml
 
 from absa_lib.errors import AbsaError
+from absa_lib.fileio import atomic_write_bytes
+from absa_lib.paths import repo_root
+
+PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
+
+
+def params_dir() -> Path | None:
+    root = repo_root()
+    return root / "params" if root is not None and (root / "params").is_dir() else None
+
+
+def notebook_parameters() -> dict[str, list[str]]:
+    """``{parameter name: [notebooks that declare it]}`` over ``notebooks/NN_*.ipynb``."""
+    import papermill
+
+    root = repo_root()
+    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")) if root is not None else []
+    if not notebooks:
+        raise AbsaError("no notebooks/ folder (not running from a checkout): the parameter names are unknown")
+    names: dict[str, list[str]] = {}
+    for path in notebooks:
+        for name in papermill.inspect_notebook(str(path)):
+            names.setdefault(name, []).append(path.stem)
+    return names
+
+
+def load_profile(name: str) -> dict:
+    """The values of ``params/<name>.yaml``."""
+    folder = params_dir()
+    if folder is None:
+        raise AbsaError(f"profile {name!r}: no params/ folder (not running from a checkout); "
+                        "set the notebook parameters by hand")
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise AbsaError(f"{path}: no such profile; expected one of {known}")
+    values = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(values, dict):
+        raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    return values
+
+
+def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]:
+    """Names of parameters whose value differs from ``params/<profile>.yaml`` (and say so)."""
+    try:
+        expected = load_profile(profile)
+    except AbsaError as err:
+        if verbose:
+            print(f"[profile] {err}")
+        return []
+    differ = sorted(k for k, v in expected.items() if k in params and params[k] != v)
+    if verbose:
+        if differ:
+            print(f"[profile] '{profile}' with changed parameters: "
+                  + ", ".join(f"{k}={params[k]!r} (profile: {expected[k]!r})" for k in differ))
+        else:
+            print(f"[profile] '{profile}': parameters as in params/{profile}.yaml")
+    return differ
 
 
 def with_changes(path: Path, args: list[str]) -> dict:
     """The profile at ``path`` with ``-p NAME VALUE`` changes applied and checked."""
-    from absa_lib.companion import PARAMETER_NAMES
-
     params = yaml.safe_load(Path(path).read_text())
     if not isinstance(params, dict):
         raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    known = None
     i = 0
     while i < len(args):
         if args[i] not in ("-p", "--parameters"):
@@ -33,8 +95,9 @@ def with_changes(path: Path, args: list[str]) -> dict:
         if i + 2 >= len(args):
             raise AbsaError(f"`{' '.join(args[i:])}` needs a NAME and a VALUE")
         name, raw = args[i + 1], args[i + 2]
-        if name not in PARAMETER_NAMES:
-            raise AbsaError(f"-p {name}: not a notebook parameter; expected one of {', '.join(PARAMETER_NAMES)}")
+        known = known or notebook_parameters()
+        if name not in known:
+            raise AbsaError(f"-p {name}: no notebook has this parameter; expected one of {', '.join(known)}")
         try:
             params[name] = yaml.safe_load(raw)
         except yaml.YAMLError as err:
@@ -52,8 +115,6 @@ def main(argv: list[str]) -> int:
     except AbsaError as err:
         print(f"[run_all] error: {err}", file=sys.stderr)
         return 2
-    from absa_lib.runs import atomic_write_bytes
-
     atomic_write_bytes(Path(argv[1]), yaml.safe_dump(params, sort_keys=False).encode())
     return 0
 

@@ -44,8 +44,8 @@ class Cell:
 def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
     """The runs of a profile, each once, ordered seed by seed (all tables, then the ablations, of the
     first seed before any run of the next), so that a budget cut short still has whole seeds."""
-    from absa_lib.companion import train_base
-    from absa_lib.grid import ablation_specs, make_configs, other_attention_specs, table_specs
+    from absa_lib.ablations import ABLATIONS
+    from absa_lib.grid import make_configs, other_attention_specs, table_specs, train_base
 
     unknown = set(parts) - set(PARTS)
     if unknown:
@@ -57,7 +57,7 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
             for spec in table_specs(dataset, TABLE_MODELS):
                 cells += [Cell("tables", spec.label, c) for c in make_configs(spec, dataset, params["seeds"], **base)]
     if "ablations" in parts:
-        for spec in ablation_specs():
+        for spec in ABLATIONS:
             cells += [Cell("ablations", spec.label, c) for c in
                       make_configs(spec, params["ablation_dataset"], params["ablation_seeds"], **base)]
     if "other" in parts:
@@ -97,7 +97,7 @@ def train_argv(config, runs_dir: Path, data_dir: str | None = None) -> list[str]
 
 def _ex_per_s(run_dir: Path) -> float | None:
     """Training examples per second over the run's epochs (from its records)."""
-    from absa_lib.runs import read_json
+    from absa_lib.fileio import read_json
 
     try:
         config, metrics = read_json(run_dir / "config.json"), read_json(run_dir / "metrics.json")
@@ -172,7 +172,7 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
 
 def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dict:
     """The grid's summary: counts, total wall time, and the per-run rows."""
-    from absa_lib.runs import atomic_write_json
+    from absa_lib.fileio import atomic_write_json
 
     counts = {s: sum(r["status"] == s for r in rows) for s in ("trained", "cached", "failed")}
     summary = {**setup, **counts, "runs": len(rows), "wall_seconds": wall, "rows": rows}
@@ -183,7 +183,7 @@ def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dic
 def recorded_cost(runs_dir: Path) -> dict:
     """What the finished runs under ``runs_dir`` cost: count, hours of training and evaluation (from
     their records), and the devices they ran on (to tell a user what retraining takes)."""
-    from absa_lib.runs import read_json
+    from absa_lib.fileio import read_json
 
     n, seconds, devices = 0, 0.0, set()
     for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
@@ -203,9 +203,9 @@ def recorded_cost(runs_dir: Path) -> dict:
 def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]:
     """Copy the records (config, metrics, env JSON; no weights) of the cells' finished runs into
     ``<dest>/runs/<dataset>/<model>/<run_id>/``: how a session adds its runs to ``results/reference``."""
+    from absa_lib.config import is_finished, run_path
     from absa_lib.grid import export_records
     from absa_lib.runs import load_run
-    from absa_lib.config import is_finished, run_path
 
     finished = [load_run(run_path(c.config, runs_dir)) for c in cells if is_finished(c.config, runs_dir)]
     return export_records(finished, dest)

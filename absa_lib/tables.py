@@ -23,12 +23,13 @@ so optimistic), both recorded in each run's ``metrics.json``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from absa_lib.errors import AbsaError
+from absa_lib.fileio import atomic_write_bytes
 
 PROTOCOLS = ("dev_best", "test_best")
 PROTOCOL_LABELS = {
@@ -124,19 +125,8 @@ def paper_rows(dataset: str, models: tuple[str, ...] | None = None) -> tuple[Pap
     return rows if models is None else tuple(r for r in rows if r.model in models)
 
 
-def _config(run) -> dict:
-    return run.config if hasattr(run, "config") else run["config"]
-
-
-def _selected(run, protocol: str) -> dict:
-    if hasattr(run, "selected"):
-        return run.selected(protocol)
-    return run["metrics"]["selection"][protocol]
-
-
-def _run_id(run) -> str:
-    cfg = _config(run)
-    return str(cfg.get("run_id", ""))
+def run_ids(runs: list) -> str:
+    return " ".join(r.run_id for r in runs)
 
 
 def matches(config: dict, row: PaperRow, dataset: str) -> bool:
@@ -202,14 +192,38 @@ def _budget(config: dict) -> str:
     return ", ".join(parts)
 
 
+def _ours(dataset: str, protocol: str, group: list) -> dict:
+    """The columns of one group of runs (same configuration but the seed) under ``protocol``."""
+    group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
+    cfg = group[0].config
+    ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
+            "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
+            "max_train_examples": cfg.get("max_train_examples"), "budget": _budget(cfg), "run_ids": run_ids(group)}
+    for key, (mean, sd) in aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in group]).items():
+        ours[key], ours[f"{key}_sd"] = mean, sd
+    return ours
+
+
+def _trivial_rows(dataset: str, trivial: dict[str, dict]) -> list[dict]:
+    """Rows of the trivial predictors (:func:`trivial_baselines`), in %."""
+    rows = []
+    for name, metrics in trivial.items():
+        values = {}
+        for key, _, _ in METRICS[dataset]:
+            value = metrics.get(key, math.nan)
+            values[key], values[f"{key}_sd"] = 100.0 * value, math.nan
+        rows.append({"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
+                     "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "", **values})
+    return rows
+
+
 def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,
                 models: tuple[str, ...] | None = None, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
     """Every paper row of ``dataset`` with our mean ± sd beside the paper's value.
 
     Args:
         dataset: ``sentihood`` (Table 1) or ``semeval`` (Table 2).
-        runs: :class:`absa_lib.runs.Run` objects (or dicts with ``config`` and ``metrics``); runs
-            outside the main grid (other presets, samplers, overrides, datasets) are ignored.
+        runs: :class:`absa_lib.runs.Run` objects; runs outside the main grid (other presets, samplers, overrides, datasets) are ignored.
         protocols: selection protocols to report, one block of rows each.
         models: keep only the rows these models reproduce (default: the whole table).
         trivial: :func:`trivial_baselines` of the dataset, added as rows with ``source == "trivial"``.
@@ -237,34 +251,17 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             records.append({**base, "source": REPORTED, "selection": "", "backbone": "", "n_seeds": 0,
                             "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
             continue
-        mine = [r for r in runs if matches(_config(r), row, dataset)]
+        mine = [r for r in runs if matches(r.config, row, dataset)]
         groups: dict[tuple, list] = {}
         for r in mine:
-            groups.setdefault(_group_key(_config(r)), []).append(r)
+            groups.setdefault(_group_key(r.config), []).append(r)
         for protocol in protocols:
             if not groups:
                 records.append({**base, "source": "not run", "selection": protocol, "backbone": "", "n_seeds": 0,
                                 "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
             for _, group in sorted(groups.items()):
-                group = sorted(group, key=lambda r: (_config(r).get("seed", 0), _run_id(r)))
-                cfg = _config(group[0])
-                agg = aggregate_metrics(dataset, [_selected(r, protocol)["test"] for r in group])
-                ours = {}
-                for key, (mean, sd) in agg.items():
-                    ours[key], ours[f"{key}_sd"] = mean, sd
-                records.append({**base, "source": "ours", "selection": protocol, "backbone": cfg.get("backbone"),
-                                "n_seeds": len(group), "seeds": " ".join(str(_config(r).get("seed")) for r in group),
-                                "epochs": cfg.get("epochs"), "max_train_examples": cfg.get("max_train_examples"),
-                                "budget": _budget(cfg), "run_ids": " ".join(_run_id(r) for r in group),
-                                **ours, **paper})
-    for name, metrics in (trivial or {}).items():
-        values = {}
-        for key, _, _ in METRICS[dataset]:
-            value = metrics.get(key, math.nan)
-            values[key], values[f"{key}_sd"] = 100.0 * value, math.nan
-        records.append({"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
-                        "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "",
-                        **values})
+                records.append({**base, **_ours(dataset, protocol, group), **paper})
+    records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
             "budget", "run_ids", "note"]
     for key, _, _ in METRICS[dataset]:
@@ -276,7 +273,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
     return df[cols]
 
 
-def _fmt(mean: float, sd: float, decimals: int) -> str:
+def format_cell(mean: float, sd: float, decimals: int) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
     if sd is None or (isinstance(sd, float) and math.isnan(sd)):
@@ -301,8 +298,8 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
         for rec in block.to_dict("records"):
             cells = [rec["model"], rec["source"], rec["backbone"] or "–", str(rec["n_seeds"] or "–")]
             for key, _, dec in metrics:
-                ours = _fmt(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in ("ours", TRIVIAL) else "–"
-                cells.append(f"{ours} [{_fmt(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
+                ours = format_cell(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in ("ours", TRIVIAL) else "–"
+                cells.append(f"{ours} [{format_cell(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
             lines.append("| " + " | ".join(cells) + " |")
         budgets = {(r["backbone"], r["budget"]) for r in block.to_dict("records") if r["source"] == "ours"}
         for backbone, budget in sorted(budgets, key=str):
@@ -314,47 +311,9 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
 
 def write_table(df: pd.DataFrame, markdown: str, results_dir: str | Path, stem: str) -> list[Path]:
     """Write ``<stem>.csv`` (numbers rounded to 4 decimals) and ``<stem>.md`` atomically."""
-    from absa_lib.runs import atomic_write_bytes
-
     results_dir = Path(results_dir)
     csv = results_dir / f"{stem}.csv"
     md = results_dir / f"{stem}.md"
     atomic_write_bytes(csv, df.round(4).to_csv(index=False, lineterminator="\n").encode())
     atomic_write_bytes(md, (markdown.rstrip() + "\n").encode())
     return [csv, md]
-
-
-@dataclass
-class Variant:
-    """One ablation setting: a label, what changed, and its runs."""
-
-    label: str
-    change: str
-    runs: list = field(default_factory=list)
-    protocol: str = "dev_best"
-
-
-def ablation_table(dataset: str, variants: list[Variant]) -> pd.DataFrame:
-    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric."""
-    records = []
-    for v in variants:
-        per_run = [_selected(r, v.protocol)["test"] for r in v.runs]
-        agg = aggregate_metrics(dataset, per_run)
-        rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(v.runs),
-               "run_ids": " ".join(_run_id(r) for r in v.runs)}
-        for key, (mean, sd) in agg.items():
-            rec[key], rec[f"{key}_sd"] = mean, sd
-        records.append(rec)
-    return pd.DataFrame.from_records(records)
-
-
-def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
-    """Markdown version of :func:`ablation_table` (cells mean ± sd, %)."""
-    metrics = METRICS[dataset]
-    header = ["Variant", "Change", "Selection", "Seeds"] + [t for _, t, _ in metrics]
-    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for rec in df.to_dict("records"):
-        cells = [rec["variant"], rec["change"], rec["selection"], str(rec["n_seeds"])]
-        cells += [_fmt(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] else "–" for k, _, d in metrics]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

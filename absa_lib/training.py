@@ -32,6 +32,7 @@ from absa_lib.config import TrainConfig, check_max_length, resolved, run_identit
 from absa_lib.device import autocast, default_device
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.features import Encoded, batches, encode, length_grouped, sequential
+from absa_lib.fileio import atomic_write_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.metrics import SELECTION_METRIC, compute_metrics
 from absa_lib.models import build_model, joint, load_tokenizer
@@ -39,15 +40,7 @@ from absa_lib.models.attention import NEW_MODULES
 from absa_lib.models.per_context import build_per_context
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
-from absa_lib.runs import (
-    Run,
-    atomic_write_json,
-    collect_env,
-    config_hash,
-    load_run,
-    marked_complete,
-    save_training_curve,
-)
+from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete, save_training_curve
 
 # Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
 # for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.

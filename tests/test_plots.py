@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from absa_lib import plots as P
-from absa_lib.companion import save_figure
+from absa_lib import plots
+from absa_lib.figure_data import HIST_RANGES, histogram_counts, merge_histograms
 
 
 def _fig():
@@ -21,8 +21,8 @@ def _fig():
 
 def test_save_figure_gives_identical_bytes_without_metadata(tmp_path):
     fig = _fig()
-    a = save_figure(fig, tmp_path / "a", "fig")
-    b = save_figure(fig, tmp_path / "b", "fig")
+    a = plots.save_figure(fig, tmp_path / "a", "fig")
+    b = plots.save_figure(fig, tmp_path / "b", "fig")
     plt.close(fig)
     assert [p.name for p in a] == ["fig.png", "fig.pdf"]
     for x, y in zip(a, b):
@@ -34,44 +34,44 @@ def test_save_figure_gives_identical_bytes_without_metadata(tmp_path):
 
 def test_histogram_counts_and_merge_pool_the_data():
     x = np.array([-1.5, -0.25, 0.0, 0.1, 0.9, 1.0, 2.5])
-    h = P.histogram_counts(x, -1.0, 1.0, bins=4)                 # edges -1, -.5, 0, .5, 1
+    h = histogram_counts(x, -1.0, 1.0, bins=4)                 # edges -1, -.5, 0, .5, 1
     assert h["edges"] == [-1.0, -0.5, 0.0, 0.5, 1.0]
     assert h["counts"] == [0, 1, 2, 2]                           # numpy: last bin closed, 1.0 included
     assert (h["below"], h["above"], h["n"], h["negative"]) == (1, 1, 7, 2)
     assert h["min"] == -1.5 and h["max"] == 2.5 and h["sum"] == pytest.approx(x.sum())
-    m = P.merge_histograms(P.merge_histograms(None, h), P.histogram_counts(np.array([0.6]), -1, 1, bins=4))
+    m = merge_histograms(merge_histograms(None, h), histogram_counts(np.array([0.6]), -1, 1, bins=4))
     assert m["counts"] == [0, 1, 2, 3] and m["n"] == 8 and m["max"] == 2.5
     with pytest.raises(ValueError):
-        P.merge_histograms(h, P.histogram_counts(x, 0, 1, bins=4))
+        merge_histograms(h, histogram_counts(x, 0, 1, bins=4))
 
 
 def test_normalise_abs_divides_by_the_largest_magnitude():
-    assert P.normalise_abs([1.0, -4.0, 2.0]).tolist() == [0.25, -1.0, 0.5]
-    assert P.normalise_abs([0.0, 0.0]).tolist() == [0.0, 0.0]
+    assert plots.normalise_abs([1.0, -4.0, 2.0]).tolist() == [0.25, -1.0, 0.5]
+    assert plots.normalise_abs([0.0, 0.0]).tolist() == [0.0, 0.0]
 
 
 def test_figure4_log_scale_where_the_paper_uses_it():
     rng = np.random.default_rng(0)
-    hists = {k: P.histogram_counts(rng.uniform(lo, hi, 500), lo, hi) for k, _, (lo, hi), _ in P.FIG4_PANELS}
-    fig = P.histograms(hists, n_examples=200)
+    hists = {k: histogram_counts(rng.uniform(lo, hi, 500), lo, hi) for k, (lo, hi) in HIST_RANGES.items()}
+    fig = plots.histograms(hists, n_examples=200)
     scales = [ax.get_yscale() for ax in fig.axes]
     assert scales == ["log", "linear", "log", "log"]               # (a), (c), (d) log; (b) λ_A linear
     assert fig.axes[0].get_xlim() == (-1.0, 2.0) and fig.axes[1].get_xlim() == (-1.0, 1.0)
     plt.close(fig)
-    fig = P.histograms({"a_hat": hists["a_hat"]})                    # missing panels say so
+    fig = plots.histograms({"a_hat": hists["a_hat"]})                    # missing panels say so
     assert "not available" in fig.axes[3].get_title()
     plt.close(fig)
 
 
 def test_figure3_and_figure5_draw_one_row_per_context():
     tokens = ["[CLS]", "cheap", "rent", "[SEP]"]
-    fig = P.relevance_heatmap([{"title": "LOC1", "tokens": tokens,
+    fig = plots.relevance_heatmap([{"title": "LOC1", "tokens": tokens,
                                 "rows": {"price": [0.1, 1.0, 0.5, 0.0], "transit-location": [0.2, 0.3, 1.0, 0.1]}},
                                {"title": "general", "tokens": tokens[:3], "rows": {"LOC1": [1, 0, 0], "LOC2": [0, 1, 0]}}])
     images = [ax.images[0] for ax in fig.axes if ax.images]
     assert [im.get_array().shape for im in images] == [(2, 4), (2, 3)]
     plt.close(fig)
-    fig = P.attention_rows(tokens, {"Â": [2.0, 1.0, 0.0, 1.0], "λ_A·A_quasi": [0.5, -1.0, 0.25, 0.0]})
+    fig = plots.attention_rows(tokens, {"Â": [2.0, 1.0, 0.0, 1.0], "λ_A·A_quasi": [0.5, -1.0, 0.25, 0.0]})
     arr = fig.axes[0].images[0].get_array()
     assert np.allclose(arr, [[1.0, 0.5, 0.0, 0.5], [0.5, -1.0, 0.25, 0.0]])
     assert fig.axes[0].images[0].get_clim() == (-1.0, 1.0)
@@ -81,17 +81,25 @@ def test_figure3_and_figure5_draw_one_row_per_context():
 def test_label_distribution_curves_and_ablation_bars():
     counts = pd.DataFrame({"dataset": ["sentihood"] * 4, "split": ["train", "train", "test", "test"],
                            "label": ["None", "Positive", "None", "Positive"], "count": [90, 10, 45, 5]})
-    fig = P.label_distribution(counts)
+    fig = plots.label_distribution(counts)
     heights = sorted(round(p.get_height(), 3) for p in fig.axes[0].patches)
     assert heights == [0.1, 0.1, 0.9, 0.9]
     plt.close(fig)
     curves = [{"dataset": "sentihood", "label": "QACG", "metric": "aspect_strict_acc", "epochs": [1, 2],
                "dev": [0.5, 0.6], "test": [0.4, 0.7]}]
-    fig = P.training_curves(curves)
+    fig = plots.training_curves(curves)
     assert len(fig.axes[0].lines) == 2 and fig.axes[0].lines[0].get_ydata().tolist() == pytest.approx([40, 70])
     plt.close(fig)
     df = pd.DataFrame({"variant": ["a", "b"], "selection": ["dev_best"] * 2, "aspect_strict_acc": [70.0, float("nan")],
                        "aspect_strict_acc_sd": [1.0, float("nan")]})
-    fig = P.ablation_bars(df, "aspect_strict_acc")
+    fig = plots.ablation_bars(df, "aspect_strict_acc")
     assert [round(p.get_width(), 1) for p in fig.axes[0].patches] == [70.0, 0.0]
     plt.close(fig)
+
+
+def test_figure_data_does_not_import_matplotlib():
+    import subprocess
+    import sys
+
+    code = "import sys, absa_lib.figure_data; sys.exit('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=120).returncode == 0

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from absa_lib import tables as T
+from absa_lib import variant_tables
 from absa_lib.metrics import METRIC_KEYS
+from absa_lib.runs import Run
 
 ROWS_T1 = ["LR (Saeidi et al. 2016)", "LSTM-Final (Saeidi et al. 2016)", "LSTM-Loc (Saeidi et al. 2016)",
            "SenticLSTM (Ma et al. 2018)", "Dmu-Entnet (Liu et al. 2018)", "BERT-single (Sun et al. 2019)",
@@ -24,7 +27,7 @@ SPEC = {"BERT-single (Sun et al. 2019)": ("bert-single", "single"), "BERT-pair (
 
 def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", sampler="uniform",
              overrides=None, backbone="minilm"):
-    """A run record whose every test metric is ``test_value`` at dev_best and 0.9 at test_best."""
+    """A finished run whose every test metric is ``test_value`` at dev_best and 0.9 at test_best."""
     def metrics(v):
         return {k: v for k in METRIC_KEYS[dataset]}
     cfg = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": preset, "sampler": sampler,
@@ -34,7 +37,8 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
     sel = {"dev_best": {"epoch": 2, "dev": metrics(dev_value), "test": metrics(test_value)},
            "test_best": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)},
            "last": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)}}
-    return {"config": cfg, "metrics": {"selection": sel, "complete": True}}
+    return Run(path=Path("runs") / dataset / model / cfg["run_id"], config=cfg,
+               metrics={"selection": sel, "complete": True})
 
 
 def test_paper_numbers_are_exactly_the_published_ones():
@@ -98,7 +102,7 @@ def test_sentihood_table_has_every_row_and_the_right_mean_and_sd():
 def test_semeval_f1_is_from_mean_p_and_mean_r():
     def run(seed, p, r):
         rec = fake_run("semeval", "qacg-bert", "none", seed, 0.5, 0.8)
-        rec["metrics"]["selection"]["dev_best"]["test"].update(aspect_p=p, aspect_r=r, aspect_f1=2 * p * r / (p + r))
+        rec.metrics["selection"]["dev_best"]["test"].update(aspect_p=p, aspect_r=r, aspect_f1=2 * p * r / (p + r))
         return rec
     df = T.build_table("semeval", [run(1, 0.9, 0.5), run(2, 0.7, 0.9)], protocols=("dev_best",))
     row = df[(df.model == "QACG-BERT") & (df.source == "ours")].iloc[0]
@@ -140,14 +144,15 @@ def test_markdown_and_files(tmp_path):
 def test_ablation_table_means():
     base = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, v) for s, v in ((1, 0.6), (2, 0.8))]
     off = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.5, overrides={"quasi": False})]
-    df = T.ablation_table("sentihood", [T.Variant("QACG-BERT", "none", base),
-                                        T.Variant("λ_A = 0", "quasi off", off),
-                                        T.Variant("QACG-BERT", "none", base, protocol="test_best"),
-                                        T.Variant("empty", "nothing", [])])
+    Variant = variant_tables.Variant
+    df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", base),
+                                                     Variant("λ_A = 0", "quasi off", off),
+                                                     Variant("QACG-BERT", "none", base, protocol="test_best"),
+                                                     Variant("empty", "nothing", [])])
     assert df.aspect_strict_acc.tolist()[:3] == pytest.approx([70.0, 50.0, 90.0])
     assert df.n_seeds.tolist() == [2, 1, 2, 0]
     assert math.isnan(df.aspect_strict_acc.iloc[3])
-    md = T.ablation_markdown(df, "sentihood", "Ablations")
+    md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
     assert "| λ_A = 0 | quasi off | dev_best | 1 | 50.0 |" in md
 
 
@@ -159,26 +164,24 @@ def test_unknown_protocol_is_a_clear_error():
 
 
 def test_data_counts_match_the_paper(real_data_dir):
-    from absa_lib import data as D
-    from absa_lib import data_tables as DT
+    from absa_lib import data, data_overview
 
-    stats = D.stats(real_data_dir)
-    check = DT.check_against_paper(stats)
+    stats = data.stats(real_data_dir)
+    check = data_overview.check_against_paper(stats)
     assert check["match"].all() and len(check) == 10
-    sizes = DT.data_statistics(stats).set_index(["dataset", "split"])
+    sizes = data_overview.data_statistics(stats).set_index(["dataset", "split"])
     assert sizes.loc[("sentihood", "test"), "two-target sentences"] == 388
     assert pd.isna(sizes.loc[("semeval", "dev"), "two-target sentences"])
-    assert DT.label_table(stats, "sentihood").loc["test", "None"] == "6,300 (83.8%)"
-    md = DT.statistics_markdown(stats)
+    assert data_overview.label_table(stats, "sentihood").loc["test", "None"] == "6,300 (83.8%)"
+    md = data_overview.statistics_markdown(stats)
     assert "| semeval   | dev     |         305 |" in md and "<NA>" not in md
 
 
 def test_histogram_summary_in_numbers():
-    from absa_lib import data_tables as DT
-    from absa_lib.plots import histogram_counts
+    from absa_lib.figure_data import histogram_counts, histogram_summary
 
     h = histogram_counts(pd.Series([-0.5, 0.3, 0.3, 0.49, 0.9]).to_numpy(), -1.0, 1.0, bins=8)  # bins of 0.25
-    row = DT.histogram_summary({"a_hat": h, "missing": None}).iloc[0]
+    row = histogram_summary({"a_hat": h, "missing": None}).iloc[0]
     assert (row["component"], row["entries"]) == ("a_hat", 5)
     assert row["share negative"] == pytest.approx(0.2) and row["share in [0.25, 0.5)"] == pytest.approx(0.6)
     assert row["mean"] == pytest.approx(1.49 / 5) and (row["min"], row["max"]) == (-0.5, 0.9)

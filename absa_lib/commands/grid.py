@@ -41,8 +41,8 @@ def _params(profile: str) -> tuple[str, dict]:
 
     import yaml
 
-    from absa_lib.companion import load_profile
     from absa_lib.errors import AbsaError
+    from absa_lib.profiles import load_profile
 
     path = Path(profile)
     if path.suffix in (".yaml", ".yml"):
@@ -56,10 +56,10 @@ def _params(profile: str) -> tuple[str, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.companion import resolve_dir
     from absa_lib.device import default_device
     from absa_lib.errors import AbsaError
     from absa_lib.runner import export_finished, profile_cells, run_cells, train_argv, write_summary
+    from absa_lib.session import resolve_dir
 
     name, params = _params(args.profile)
     if not params.get("allow_training", True):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-
 from types import SimpleNamespace
 
 from absa_lib.config import TrainConfig

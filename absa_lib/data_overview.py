@@ -1,5 +1,5 @@
-"""Small descriptive tables for the notebooks: data statistics, context ids, input variants, presets,
-Figure 4 summaries. Each takes plain data and returns a pandas DataFrame.
+"""Notebook 01's tables: the examples, their context ids and input variants, and the data statistics
+checked against the paper. Each takes plain data and returns a pandas DataFrame (or Markdown).
 
 Paper facts checked here (§4.1): SentiHood has 5,215 sentences, 3,862 with one target and 1,353 with
 two; SemEval-2014 Task 4 restaurants has 3,044 train sentences (our train + dev, since the dev split
@@ -107,30 +107,6 @@ def examples_frame(examples: list) -> pd.DataFrame:
     return pd.DataFrame([{**dataclasses.asdict(e), "label_id": e.label_id} for e in examples])
 
 
-def preset_table() -> pd.DataFrame:
-    """The model presets: paper vs the official code, field by field."""
-    from absa_lib.models import FIELDS
-
-    def show(v):
-        return "qacg-bert: True, cg-bert: False" if v is None else v
-
-    return pd.DataFrame([{"field": k, "paper": show(p), "official": show(o)} for k, (p, o, _) in FIELDS.items()])
-
-
-def histogram_summary(hists: dict) -> pd.DataFrame:
-    """Figure 4 in numbers: entries, mean, range, share negative, share in [0.25, 0.5) per component."""
-    rows = []
-    for key, h in hists.items():
-        if h is None:
-            continue
-        edges, counts = h["edges"], h["counts"]
-        mid = sum(c for lo, hi, c in zip(edges[:-1], edges[1:], counts) if lo >= 0.25 - 1e-9 and hi <= 0.5 + 1e-9)
-        rows.append({"component": key, "entries": h["n"], "mean": h["sum"] / h["n"] if h["n"] else float("nan"),
-                     "min": h["min"], "max": h["max"], "share negative": h["negative"] / h["n"] if h["n"] else 0.0,
-                     "share in [0.25, 0.5)": mid / h["n"] if h["n"] else 0.0})
-    return pd.DataFrame(rows)
-
-
 def aspect_label_shares(stats: dict, dataset: str, splits: tuple[str, ...] = ("train", "dev", "test")) -> pd.DataFrame:
     """Share (%) of each label per aspect and split: shows whether a split mirrors another."""
     rows = []
@@ -150,14 +126,3 @@ def statistics_markdown(stats: dict) -> str:
     for ds in stats:
         parts += [f"## Labels: {ds}", "", label_table(stats, ds).to_markdown(), ""]
     return "\n".join(parts)
-
-
-def component_table(components: list[dict]) -> pd.DataFrame:
-    """Shape and range of every attention component of every layer (from ``extract_components``)."""
-    rows = []
-    for layer, comps in enumerate(components):
-        for key, v in comps.items():
-            v = v.float()
-            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape), "min": float(v.min()),
-                         "max": float(v.max()), "mean": float(v.mean())})
-    return pd.DataFrame(rows)

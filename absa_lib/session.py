@@ -1,0 +1,200 @@
+"""A notebook's session: its parameters, folders, threads and data, and the record of what it wrote.
+
+Every notebook opens with its parameters cell and one call::
+
+    session = setup("04_ablations", globals())
+
+:func:`setup` takes the parameters the notebook declares (the names annotated in its parameters
+cell, with the values papermill injected), says where they differ from the profile they name
+(:func:`absa_lib.profiles.check_profile`), resolves the folders (relative paths are taken from
+the repository root, or the working directory when the package is installed outside a checkout,
+e.g. on Colab, so ``--cwd`` does not matter), sets torch's threads and prints where things go.
+:meth:`Session.finish` records the files the notebook wrote in ``<results>/MANIFEST.json``.
+Figure and table data go through :func:`compute_or_load` (computed with a model, else read from
+the reference) and the ``show_*`` helpers.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from absa_lib import manifest
+from absa_lib.errors import AbsaError
+from absa_lib.fileio import atomic_write_json, read_json
+from absa_lib.grid import train_base
+from absa_lib.paths import repo_root
+from absa_lib.profiles import check_profile
+
+
+@dataclass
+class Folders:
+    results: Path
+    figures: Path
+    runs: Path | None = None          # run folders (notebooks that train or read runs)
+    reference: Path | None = None     # committed run records and analysis arrays (render reads them)
+
+
+@dataclass
+class Session:
+    """What a notebook works with: ``params`` (its declared parameters), ``dirs``, ``data_dir`` (None:
+    ``$ABSA_DATA_DIR``, then the download folder) and ``outputs``, the files it wrote."""
+
+    notebook: str
+    params: dict
+    dirs: Folders
+    data_dir: str | None
+    outputs: list = field(default_factory=list)
+
+    @property
+    def train_base(self) -> dict:
+        """The TrainConfig fields shared by every run of this notebook (:func:`absa_lib.grid.train_base`)."""
+        return train_base(self.params)
+
+    def finish(self, runs: list = ()) -> None:
+        """Record this notebook's outputs (and the runs they come from) in ``<results>/MANIFEST.json``."""
+        profile = self.params["profile"]
+        path = manifest.record(self.dirs.results, self.notebook, profile, self.outputs, [r.run_id for r in runs],
+                               self.params)
+        print(f"[{self.notebook}] wrote {len(self.outputs)} files (profile {profile}); manifest: {path}")
+        for p in self.outputs:
+            print("   ", p)
+
+
+def setup(notebook: str, namespace: dict) -> Session:
+    """The session of ``notebook``, from the parameters annotated in ``namespace`` (its ``globals()``)."""
+    params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
+    if "profile" not in params:
+        raise AbsaError(f"{notebook}: its parameters cell declares no `profile: str = ...`")
+    check_profile(params["profile"], params)
+    set_threads(params.get("num_threads", 0))
+
+    def folder(name: str, create: bool = True) -> Path | None:
+        return resolve_dir(params[name], create) if name in params else None
+
+    dirs = Folders(folder("results_dir"), folder("figures_dir"), folder("runs_dir"),
+                   folder("reference_dir", create=False))
+    print(f"device: {device_summary()}")
+    print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
+    return Session(notebook, params, dirs, params.get("data_dir") or None)
+
+
+def resolve_dir(path: str | Path, create: bool = True) -> Path:
+    """An absolute folder: relative paths are taken from the repository root (else the cwd)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute():
+        p = (repo_root() or Path.cwd()) / p
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
+    return p.resolve()
+
+
+def set_threads(n: int) -> None:
+    """Use ``n`` CPU threads in torch (0: keep torch's default). One thread is fastest for tiny
+    models and on busy machines, where threads wait on each other."""
+    import torch
+
+    if n and n > 0:
+        torch.set_num_threads(int(n))
+
+
+def device_summary() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def ensure_data(data_dir=None) -> None:
+    """Check the benchmark files; download them (≈8.6 MB, checksummed) when they are missing."""
+    from absa_lib.download import download, verify
+
+    try:
+        verify(data_dir)
+    except AbsaError as err:
+        print(f"[data] {err}: downloading")
+        download(data_dir)
+
+
+def save_json(obj, path: str | Path) -> Path:
+    """Atomic, sorted, indented JSON (analysis arrays as lists)."""
+    atomic_write_json(Path(path), obj)
+    return Path(path)
+
+
+def load_json(path: str | Path):
+    return read_json(Path(path))
+
+
+def find_analysis(name: str, *folders_: Path) -> Path | None:
+    """The first ``<folder>/analysis/<name>`` that exists (own results first, then the reference)."""
+    for folder in folders_:
+        path = Path(folder) / "analysis" / name
+        if path.is_file():
+            return path
+    return None
+
+
+def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: dict | None = None):
+    """Figure data: computed (and saved to ``<results>/analysis/<name>``) when a model is at hand,
+    else read from ``<reference>/analysis/<name>`` (the render profile) and copied to results.
+
+    Returns:
+        ``(data, path written)``.
+    """
+    target = dirs.results / "analysis" / name
+    if can_compute:
+        record = {"meta": meta or {}, "data": compute()}
+    else:
+        source = find_analysis(name, dirs.reference)
+        if source is None:
+            raise AbsaError(f"{dirs.reference / 'analysis' / name}: no analysis arrays to render from and no "
+                            "trained model; run a training profile (e.g. bash run_all.sh cpu) first")
+        record = load_json(source)
+        print(f"[analysis] {name}: loaded from {source}")
+    save_json(record, target)
+    return record["data"], target
+
+
+def show_table(df, columns: list[str] | None = None):
+    """Display a DataFrame in a notebook (plain text elsewhere)."""
+    view = df if columns is None else df[columns]
+    try:
+        from IPython.display import display
+
+        display(view)
+    except ImportError:  # pragma: no cover
+        print(view.to_string(), file=sys.stdout)
+
+
+def show_markdown(text: str) -> None:
+    """Render Markdown in a notebook (plain text elsewhere)."""
+    try:
+        from IPython.display import Markdown, display
+
+        display(Markdown(text))
+    except ImportError:  # pragma: no cover
+        print(text)
+
+
+def show_source(obj) -> None:
+    """Show the source code of a library function or class (the code beside the equation)."""
+    import inspect
+
+    show_markdown(f"`{obj.__module__}.{obj.__qualname__}`\n```python\n{inspect.getsource(obj).rstrip()}\n```")
+
+
+def show_definition(module, name: str) -> None:
+    """Show the statement of ``module`` that defines ``name`` (e.g. a list of specs), as written."""
+    import ast
+    import inspect
+
+    source = inspect.getsource(module)
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            show_markdown(f"`{module.__name__}.{name}`\n```python\n{ast.get_source_segment(source, node)}\n```")
+            return
+    raise AbsaError(f"{module.__name__} does not define {name}")

@@ -1,0 +1,104 @@
+"""Tables with one row per variant of a grid: the ablations of notebook 04 and the other attention
+systems of notebook 06, each a mean ± sd (%) over seeds of the paper's test metrics
+(:func:`absa_lib.tables.aggregate_metrics`).
+
+* :func:`ablation_variants`, :func:`ablation_table`: every ablation at the dev-best epoch, then the
+  two references at the test-best epoch (the official code's selection on the test set).
+* :func:`comparison_table`: every spec of notebook 06 at the dev-best epoch with the test-best
+  epoch beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from absa_lib.tables import METRICS, aggregate_metrics, format_cell, run_ids
+
+
+@dataclass
+class Variant:
+    """One ablation setting: a label, what changed, and its runs."""
+
+    label: str
+    change: str
+    runs: list = field(default_factory=list)
+    protocol: str = "dev_best"
+
+
+def ablation_variants(grid: dict, dataset: str, specs: list) -> list[Variant]:
+    """Every spec at dev-best, then the two references (first QACG and first CG spec) at test-best,
+    the official code's selection on the test set."""
+    out = [Variant(s.label, s.change, grid.get((dataset, s.label), []), "dev_best") for s in specs]
+    for model in ("qacg-bert", "cg-bert"):
+        ref = next((s for s in specs if s.model == model), None)
+        if ref is not None:
+            out.append(Variant(ref.label, "epoch selected on the test set (official protocol, optimistic)",
+                               grid.get((dataset, ref.label), []), "test_best"))
+    return out
+
+
+def ablation_table(dataset: str, variants: list[Variant]) -> pd.DataFrame:
+    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric."""
+    records = []
+    for v in variants:
+        per_run = [r.selected(v.protocol)["test"] for r in v.runs]
+        agg = aggregate_metrics(dataset, per_run)
+        rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(v.runs),
+               "run_ids": " ".join(r.run_id for r in v.runs)}
+        for key, (mean, sd) in agg.items():
+            rec[key], rec[f"{key}_sd"] = mean, sd
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
+    """Markdown version of :func:`ablation_table` (cells mean ± sd, %)."""
+    metrics = METRICS[dataset]
+    header = ["Variant", "Change", "Selection", "Seeds"] + [t for _, t, _ in metrics]
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for rec in df.to_dict("records"):
+        cells = [rec["variant"], rec["change"], rec["selection"], str(rec["n_seeds"])]
+        cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] else "–" for k, _, d in metrics]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def comparison_table(dataset: str, grid: dict, specs: list) -> pd.DataFrame:
+    """Tidy table: ``label``, ``model``, ``aux``, ``objective``, ``change``, ``n_seeds``, ``backbone``,
+    ``run_ids`` and per metric ``<m>``, ``<m>_sd`` (dev-best) and ``<m>_test_best``, ``<m>_test_best_sd``."""
+    records = []
+    for spec in specs:
+        runs = grid.get((dataset, spec.label), [])
+        rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
+               "change": spec.change, "n_seeds": len(runs),
+               "backbone": " ".join(sorted({str(r.config.get("backbone")) for r in runs})),
+               "run_ids": run_ids(runs)}
+        for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
+            agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])
+            for key, (mean, sd) in agg.items():
+                rec[key + suffix], rec[f"{key}{suffix}_sd"] = mean, sd
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
+    """Cells ``dev-best mean ± sd [test-best mean ± sd]`` in % ('–': no run)."""
+    metrics = METRICS[dataset]
+    header = ["Model", "Input", "Objective", "Seeds"] + [t for _, t, _ in metrics]
+    lines = [f"# {title}", "",
+             ("Test set, %: mean ± sd over seeds at the **dev-best** epoch, and in brackets at the "
+              "test-best epoch (the official code's selection on the test set, optimistic)."), "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for rec in df.to_dict("records"):
+        cells = [rec["label"], "sentence + auxiliary" if rec["aux"] != "none" else "sentence + context id",
+                 rec["objective"], str(rec["n_seeds"])]
+        for key, _, dec in metrics:
+            if not rec["n_seeds"]:
+                cells.append("–")
+                continue
+            dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
+            cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
