@@ -25,7 +25,7 @@ from absa_lib.models import MODELS, PRESETS
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
 from absa_lib.paths import default_runs_dir
-from absa_lib.runs import config_hash, marked_complete
+from absa_lib.runs import config_hash
 
 SAMPLERS = ("uniform", "balanced")
 SCHEDULES = ("linear", "constant")
@@ -184,13 +184,6 @@ def run_path(config: TrainConfig, runs_dir=None) -> Path:
     run_id = config_hash(run_identity(config))
     return Path(runs_dir or default_runs_dir()) / config.dataset / config.model / run_id
 
-
-def is_finished(config: TrainConfig, runs_dir=None) -> bool:
-    """Whether a finished run with this configuration is in ``runs_dir`` (a cache hit)."""
-    try:
-        return marked_complete(run_path(config, runs_dir) / "metrics.json")
-    except AbsaError:
-        return False
 
 
 def check_max_length(config: TrainConfig, tokenizer) -> None:

@@ -76,7 +76,11 @@ def train_base(params: dict) -> dict:
     if missing:
         raise AbsaError(f"parameters {', '.join(missing)} are missing: a notebook that trains declares all of "
                         f"{', '.join(TRAIN_FIELDS)}")
-    options = dict(params.get("train_options") or {})
+    options = params.get("train_options") or {}
+    if not isinstance(options, dict):
+        raise AbsaError(f"train_options={options!r}: expected a mapping of TrainConfig fields to values, "
+                        "e.g. {group_by_length: true, precision: fp32}")
+    options = dict(options)
     unknown = sorted(set(options) - set(TrainConfig.__dataclass_fields__) | set(options) & {*GRID_FIELDS, *TRAIN_FIELDS})
     if unknown:
         raise AbsaError(f"train_options: {unknown[0]!r} is not a TrainConfig field set there (the grid sets "

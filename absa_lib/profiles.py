@@ -47,6 +47,20 @@ def notebook_parameters() -> dict[str, list[str]]:
     return names
 
 
+def read_profile_file(path: Path) -> dict:
+    """The parameter values in a profile YAML file."""
+    path = Path(path)
+    if not path.is_file():
+        raise AbsaError(f"{path}: profile file not found")
+    try:
+        values = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise AbsaError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
+    if not isinstance(values, dict):
+        raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    return values
+
+
 def load_profile(name: str) -> dict:
     """The values of ``params/<name>.yaml``."""
     folder = params_dir()
@@ -57,10 +71,7 @@ def load_profile(name: str) -> dict:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
         raise AbsaError(f"{path}: no such profile; expected one of {known}")
-    values = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(values, dict):
-        raise AbsaError(f"{path}: expected a mapping of parameter names to values")
-    return values
+    return read_profile_file(path)
 
 
 def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]:
@@ -83,9 +94,7 @@ def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]
 
 def with_changes(path: Path, args: list[str]) -> dict:
     """The profile at ``path`` with ``-p NAME VALUE`` changes applied and checked."""
-    params = yaml.safe_load(Path(path).read_text())
-    if not isinstance(params, dict):
-        raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    params = read_profile_file(path)
     known = None
     i = 0
     while i < len(args):

@@ -123,7 +123,8 @@ def _slots(workers: int | None) -> list[str | None]:
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
               threads: int | None = None, log=print) -> list[dict]:
     """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell."""
-    from absa_lib.config import is_finished, run_path
+    from absa_lib.config import run_path
+    from absa_lib.runs import marked_complete
 
     logs = Path(runs_dir) / "grid_logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -132,15 +133,22 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
     if threads is None and free[0] is None and len(free) > 1:
         threads = 1                               # CPU runs side by side: one core each
     n = len(cells)
+
+    def row(i: int, cell: Cell, path: Path, status: str, **extra) -> dict:
+        c = cell.config
+        return {"cell": i, "label": cell.label, "dataset": c.dataset, "seed": c.seed, "status": status,
+                "run": str(path), **extra}
+
+    def what(i: int, cell: Cell) -> str:
+        return f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}"
+
     while queue or running:
         while queue and free:
             i, cell = queue.pop(0)
-            c, path = cell.config, run_path(cell.config, runs_dir)
-            what = f"{i + 1}/{n} {c.dataset} {cell.label} seed {c.seed}"
-            if is_finished(c, runs_dir):
-                log(f"[grid] {what}: finished before ({path.name})")
-                rows.append({"cell": i, "label": cell.label, "dataset": c.dataset, "seed": c.seed,
-                             "status": "cached", "run": str(path), "examples_per_s": _ex_per_s(path)})
+            path = run_path(cell.config, runs_dir)
+            if marked_complete(path / "metrics.json"):
+                log(f"{what(i, cell)}: finished before ({path.name})")
+                rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
                 continue
             slot = free.pop(0)
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -148,23 +156,21 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
                 env["CUDA_VISIBLE_DEVICES"] = slot
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
-            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(c, runs_dir, data_dir)[1:]]
+            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
             fh = open(logs / f"{path.name}.log", "ab")
             proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
             running[proc] = (i, cell, path, slot, time.time(), fh)
-            log(f"[grid] {what}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
+            log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
         for proc in [p for p in running if p.poll() is not None]:
             i, cell, path, slot, t0, fh = running.pop(proc)
             fh.close()
             free.append(slot)
             wall, ok = time.time() - t0, proc.returncode == 0
             speed = _ex_per_s(path) if ok else None
-            log(f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}: "
-                + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
-                   f"FAILED (exit {proc.returncode}); log: {fh.name}"))
-            rows.append({"cell": i, "label": cell.label, "dataset": cell.config.dataset, "seed": cell.config.seed,
-                         "status": "trained" if ok else "failed", "run": str(path), "wall_seconds": wall,
-                         "examples_per_s": speed, "log": fh.name})
+            log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
+                                         f"FAILED (exit {proc.returncode}); log: {fh.name}"))
+            rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall,
+                            examples_per_s=speed, log=fh.name))
         if running:
             time.sleep(1.0)
     return sorted(rows, key=lambda r: r["cell"])
@@ -203,9 +209,9 @@ def recorded_cost(runs_dir: Path) -> dict:
 def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]:
     """Copy the records (config, metrics, env JSON; no weights) of the cells' finished runs into
     ``<dest>/runs/<dataset>/<model>/<run_id>/``: how a session adds its runs to ``results/reference``."""
-    from absa_lib.config import is_finished, run_path
+    from absa_lib.config import run_path
     from absa_lib.grid import export_records
-    from absa_lib.runs import load_run
+    from absa_lib.runs import load_run, marked_complete
 
-    finished = [load_run(run_path(c.config, runs_dir)) for c in cells if is_finished(c.config, runs_dir)]
-    return export_records(finished, dest)
+    paths = [run_path(c.config, runs_dir) for c in cells]
+    return export_records([load_run(p) for p in paths if marked_complete(p / "metrics.json")], dest)

@@ -51,6 +51,8 @@ def test_unknown_part_and_bad_train_options_are_refused():
         profile_cells({**params, "train_options": {"epocs": 3}})
     with pytest.raises(AbsaError, match="'seed'"):
         profile_cells({**params, "train_options": {"seed": 3}})
+    with pytest.raises(AbsaError, match="train_options=3: expected a mapping"):
+        profile_cells({**params, "train_options": 3})
     assert set(PARTS) == {"tables", "ablations", "other"}
 
 
@@ -75,5 +77,10 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     exported = sorted(p.relative_to(tmp_path / "ref") for p in (tmp_path / "ref").rglob("*.json"))
     assert [p.name for p in exported] == ["config.json", "env.json", "metrics.json"]   # the one finished run
     assert exported[0].parts[:3] == ("runs", "semeval", run.split("/")[-2])
+    assert main(["grid", "--profile", str(profile), "--threads", "0"]) == 2
+    assert "--threads must be a positive integer" in capsys.readouterr().err
+    (tmp_path / "bad.yaml").write_text("profile: [unclosed\n")
+    assert main(["grid", "--profile", str(tmp_path / "bad.yaml")]) == 2
+    assert "bad.yaml: not valid YAML" in capsys.readouterr().err
     assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
     assert "out of range" in capsys.readouterr().err

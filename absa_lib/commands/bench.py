@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     from absa_lib import data as D
     from absa_lib.device import resolve_precision
+    from absa_lib.inference import to_device
     from absa_lib.errors import AbsaError
     from absa_lib.models import build_model, load_tokenizer
 
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     settings.setdefault(f"{fast[0]} {'grouped' if fast[1] else 'random'}", fast)
     data = {}
     for label, (_, grouped) in settings.items():
-        batches = [{k: v.to(device) for k, v in b.items()} for b in _batches(args, tokenizer, grouped)]
+        batches = [to_device(b, device) for b in _batches(args, tokenizer, grouped)]
         data[label] = batches[:args.warmup], batches[args.warmup:]
     args.model = list(dict.fromkeys(args.model))            # each model once
     models = {}

@@ -37,20 +37,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _params(profile: str) -> tuple[str, dict]:
+    """(name, values) of a profile given by name or as a YAML file (e.g. run_all.sh's merged one)."""
     from pathlib import Path
 
-    import yaml
-
-    from absa_lib.errors import AbsaError
-    from absa_lib.profiles import load_profile
+    from absa_lib.profiles import load_profile, read_profile_file
 
     path = Path(profile)
     if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise AbsaError(f"{path}: profile file not found")
-        params = yaml.safe_load(path.read_text())
-        if not isinstance(params, dict):
-            raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+        params = read_profile_file(path)
         return str(params.get("profile") or path.stem), params
     return profile, load_profile(profile)
 
@@ -64,8 +58,9 @@ def run(args: argparse.Namespace) -> int:
     name, params = _params(args.profile)
     if not params.get("allow_training", True):
         raise AbsaError(f"profile {name!r} does not train (allow_training: false); nothing to run")
-    if args.workers is not None and args.workers < 1:
-        raise AbsaError(f"--workers must be a positive integer, got {args.workers}")
+    for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise AbsaError(f"{flag} must be a positive integer, got {value}")
     cells = profile_cells(params, tuple(args.part))
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
     if args.count:
