@@ -16,8 +16,9 @@ The public API::
 __version__ = "0.1.0"
 
 from absa_lib.config import TrainConfig  # noqa: E402
-from absa_lib.data import build_inputs, load_examples  # noqa: E402
+from absa_lib.data import load_examples  # noqa: E402
 from absa_lib.errors import AbsaError  # noqa: E402
+from absa_lib.inputs import build_inputs  # noqa: E402
 from absa_lib.metrics import compute_metrics  # noqa: E402
 from absa_lib.models import build_model, load_tokenizer  # noqa: E402
 from absa_lib.predict import predict  # noqa: E402  (the function; the module stays importable)

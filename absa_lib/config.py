@@ -21,6 +21,7 @@ from absa_lib import data as D
 from absa_lib.device import PRECISIONS, default_device, resolve_precision
 from absa_lib.download import dataset_checksums
 from absa_lib.errors import AbsaError
+from absa_lib.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
 from absa_lib.models import MODELS, PRESETS
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
@@ -92,7 +93,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
-                  ("preset", self.preset, PRESETS), ("aux", self.aux, D.INPUT_VARIANTS),
+                  ("preset", self.preset, PRESETS), ("aux", self.aux, INPUT_VARIANTS),
                   ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
                   ("precision", self.precision, PRECISIONS),
                   ("objective", self.objective, OBJECTIVES)]
@@ -102,11 +103,11 @@ class TrainConfig:
         for name, (ok, expected) in FIELD_CHECKS.items():
             if not ok(getattr(self, name)):
                 raise AbsaError(f"{name} must be {expected}, got {getattr(self, name)!r}")
-        if self.model == "bert-single" and self.aux not in ("none", "single"):
+        if self.model == "bert-single" and self.aux not in SENTENCE_ONLY:
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
-        if self.model == "bert-pair" and self.aux in ("none", "single"):
+        if self.model == "bert-pair" and self.aux in SENTENCE_ONLY:
             raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
-        if self.objective != "single" and (self.model == "bert-single" or self.aux in D.B_VARIANTS):
+        if self.objective != "single" and (self.model == "bert-single" or self.aux in B_VARIANTS):
             raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
                             "bert-single, and aux none, single, NLI-M or QA-M")
 
@@ -193,9 +194,9 @@ def check_max_length(config: TrainConfig, tokenizer) -> None:
 
     ds, aux = config.dataset, config.aux
     targets = D.TARGETS if ds == "sentihood" else (None,)
-    labels = D.LABELS[ds] if aux in D.B_VARIANTS else (None,)
-    longest = 0 if aux in ("none", "single") else max(
-        len(tokenizer.tokenize(D.auxiliary_sentence(ds, aux, t, a, lab)))
+    labels = D.LABELS[ds] if aux in B_VARIANTS else (None,)
+    longest = 0 if aux in SENTENCE_ONLY else max(
+        len(tokenizer.tokenize(auxiliary_sentence(ds, aux, t, a, lab)))
         for t in targets for a in D.ASPECTS[ds] for lab in labels)
     low = (3 if longest else 2) + longest + 1
     high = backbone_config(config.backbone).max_position_embeddings

@@ -1,4 +1,4 @@
-"""SentiHood (TABSA) and SemEval-2014 Task 4 restaurants (ABSA) as examples and model inputs.
+"""SentiHood (TABSA) and SemEval-2014 Task 4 restaurants (ABSA) as examples; the datasets' constants.
 
 Task (Wu & Ong 2021; docs/paper_notes.md §1): for a sentence s, a target t ∈ T and an aspect a ∈ A,
 predict the sentiment y ∈ LABELS[dataset] (``None`` / ``none`` when s says nothing about a of t).
@@ -8,22 +8,20 @@ c = (t, a) as an id:  context_id = 4·(t − 1) + index(a)  (SentiHood, 8 ids), 
 
 Examples are built from the raw files, exactly as Sun et al. (2019) build their published NLI_M
 files (same rows, labels and order; ``tests/test_data.py`` checks it row by row), and the text the
-model reads follows those files: lower case, NLTK-style word splits, ``LOCATION1`` → ``location - 1``.
-The auxiliary sentences of Sun et al. (NLI-M, QA-M, NLI-B, QA-B) are built by :func:`build_inputs`.
+model reads follows those files (:mod:`absa_lib.inputs`, which also builds the auxiliary sentences).
+
+The constants below (datasets, splits, labels, the none label, aspects, targets, group sizes and
+context ids) are the one source every other module reads them from.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-
-import numpy as np
 
 from absa_lib.download import FIX as _REFETCH
 from absa_lib.download import verified_path
@@ -35,11 +33,12 @@ SPLITS = ("train", "dev", "test")
 LABELS = {"sentihood": ("None", "Positive", "Negative"),
           "semeval": ("positive", "neutral", "negative", "conflict", "none")}
 NONE_LABEL = {"sentihood": "None", "semeval": "none"}
+# The labels an annotated opinion can carry: every label but the none label, in LABELS order.
+SENTIMENTS = {dataset: tuple(lab for lab in labels if lab != NONE_LABEL[dataset])
+              for dataset, labels in LABELS.items()}
 ASPECTS = {"sentihood": ("general", "price", "safety", "transit-location"),
            "semeval": ("price", "anecdotes/miscellaneous", "food", "ambience", "service")}
 TARGETS = ("LOCATION1", "LOCATION2")
-# Examples come in consecutive groups of one (sentence, target): one example per aspect.
-GROUP_SIZE = {dataset: len(aspects) for dataset, aspects in ASPECTS.items()}
 SENTIHOOD_ALL_ASPECTS = ("general", "price", "transit-location", "safety", "live", "nightlife", "shopping",
                          "multicultural", "green-nature", "dining", "quiet", "touristy")
 RAW_FILES = {("sentihood", s): f"sentihood/sentihood-{s}.json" for s in SPLITS}
@@ -62,22 +61,27 @@ def _check(dataset: str, split: str | None = None) -> None:
         raise AbsaError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
 
 
-def num_contexts(dataset: str) -> int:
-    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects) or 5 (SemEval)."""
-    _check(dataset)
-    return len(ASPECTS[dataset]) * (len(TARGETS) if dataset == "sentihood" else 1)
-
-
 def group_size(dataset: str) -> int:
-    """Consecutive examples that belong to one (sentence, target): 4 or 5."""
+    """Consecutive examples that belong to one (sentence, target), one per aspect: 4 or 5."""
     _check(dataset)
     return len(ASPECTS[dataset])
+
+
+def num_contexts(dataset: str) -> int:
+    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects) or 5 (SemEval)."""
+    return group_size(dataset) * (len(TARGETS) if dataset == "sentihood" else 1)
+
+
+def none_id(dataset: str) -> int:
+    """The label id of "the sentence says nothing about this aspect": 0 (SentiHood) or 4 (SemEval)."""
+    _check(dataset)
+    return LABELS[dataset].index(NONE_LABEL[dataset])
 
 
 def context_id(dataset: str, target: str | None, aspect: str) -> int:
     """4·(t − 1) + index(aspect) for SentiHood, index(aspect) for SemEval."""
     a = ASPECTS[dataset].index(aspect)
-    return a if dataset == "semeval" else 4 * TARGETS.index(target) + a
+    return a if dataset == "semeval" else len(ASPECTS[dataset]) * TARGETS.index(target) + a
 
 
 @dataclass(frozen=True)
@@ -142,14 +146,14 @@ def _sentihood(path: Path, split: str) -> list[Example]:
             t, a, s = (_field(op, k, where) for k in ("target_entity", "aspect", "sentiment"))
             for name, value, allowed in (("target_entity", t, targets),   # a mask that occurs in the text
                                          ("aspect", a, SENTIHOOD_ALL_ASPECTS),
-                                         ("sentiment", s, LABELS["sentihood"][1:])):
+                                         ("sentiment", s, SENTIMENTS["sentihood"])):
                 if value not in allowed:
                     raise AbsaError(f"{where}: opinion field {name!r} has unknown value {value!r}; "
                                     f"expected one of {', '.join(allowed)}")
             gold.setdefault((t, a), s)                   # a repeated opinion keeps the first
         for t in targets:
             for a in ASPECTS["sentihood"]:
-                label = gold.get((t, a), "None")
+                label = gold.get((t, a), NONE_LABEL["sentihood"])
                 rows.append((t + sid + a.split("-")[0],
                              Example("sentihood", split, sid, text.strip(), t, a, label,
                                      context_id("sentihood", t, a))))
@@ -174,7 +178,7 @@ def _semeval_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
         for ac in sent.iter("aspectCategory"):
             cat, pol = ac.get("category"), ac.get("polarity")
             for name, value, allowed in (("category", cat, ASPECTS["semeval"]),
-                                         ("polarity", pol, LABELS["semeval"][:4])):
+                                         ("polarity", pol, SENTIMENTS["semeval"])):
                 if value not in allowed:
                     raise AbsaError(f"{path} sentence id {sid}: aspectCategory {name} {value!r} is unknown; "
                                     f"expected one of {', '.join(allowed)}")
@@ -203,7 +207,7 @@ def _semeval(path: Path, split: str) -> list[Example]:
     if split != "test":
         dev = semeval_dev_ids(sentences)
         sentences = [s for s in sentences if (s[0] in dev) == (split == "dev")]
-    return [Example("semeval", split, sid, text, None, a, gold.get(a, "none"), context_id("semeval", None, a))
+    return [Example("semeval", split, sid, text, None, a, gold.get(a, NONE_LABEL["semeval"]), context_id("semeval", None, a))
             for sid, text, gold in sentences for a in ASPECTS["semeval"]]
 
 
@@ -236,118 +240,6 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
     if key not in _CACHE:
         _CACHE[key] = (_sentihood if dataset == "sentihood" else _semeval)(path, split)
     return list(_CACHE[key])
-
-
-# ----------------------------------------------------------------------------------------------
-# text the model reads, auxiliary sentences
-
-# Sun et al. run nltk.word_tokenize, lower-case, and turn the whole tokens location1/location2 into
-# "location - 1"/"location - 2". BERT splits punctuation itself, so only what changes its words is
-# reproduced here (no nltk data needed): clitic splits ("don't" -> "do n't", "cannot" -> "can not"),
-# the mask rewrite where NLTK would see a whole token (not inside "location1/location2"), and the
-# quote conversion (opening " or '' -> ``, closing " -> '').
-_CLITICS = re.compile(r"\B(?=n't\b)|\b(?:can(?=not\b)|gon(?=na\b)|wan(?=na\b)|got(?=ta\b)|"
-                      r"gim(?=me\b)|lem(?=me\b))")
-_MASK = re.compile(r"""(?<![^\s(\[{<",;:@#$%&])location([12])(?=$|[\s,;:()\[\]{}<>"!?@#$%&'])""")
-_OPEN_QUOTE = re.compile(r"""^"|(?<=[\s(\[{<])(?:"|'')""")
-
-
-@lru_cache(maxsize=1 << 16)
-def model_text(dataset: str, text: str) -> str:
-    """The sentence as the model reads it (the NLI_M ``sentence1``, up to punctuation spacing)."""
-    if dataset == "semeval":
-        return text                                       # the raw XML text, as published
-    s = _CLITICS.sub(lambda m: m.group(0) + " ", text.strip().lower())   # do n't, can not, gon na
-    s = _MASK.sub(lambda m: "location - " + m.group(1), s)
-    s = _OPEN_QUOTE.sub(" `` ", s).replace('"', " '' ")
-    return " ".join(s.split())
-
-
-INPUT_VARIANTS = ("none", "NLI-M", "QA-M", "NLI-B", "QA-B", "single")
-B_VARIANTS = ("NLI-B", "QA-B")
-
-
-@dataclass(frozen=True)
-class TextInput:
-    """What the tokenizer sees for one (example, [candidate label]) pair."""
-
-    text_a: str
-    text_b: str | None
-    context_id: int
-    label: int
-    example_index: int
-
-
-def auxiliary_sentence(dataset: str, variant: str, target: str | None, aspect: str,
-                       label: str | None = None) -> str | None:
-    """Sun et al.'s (2019) auxiliary sentence (``generate/generate_*_{NLI_M,QA_M,NLI_B_QA_B}.py``).
-
-    ``label`` is the candidate label of a B variant (``None - location - 1 - price``).
-    """
-    if variant in ("none", "single"):
-        return None
-    if dataset == "semeval":
-        a = aspect.split("/")[0]                          # anecdotes/miscellaneous -> anecdotes
-        return {"NLI-M": a, "QA-M": f"what do you think of the {a} of it ?", "NLI-B": f"{label} - {a}",
-                "QA-B": f"the polarity of the aspect {a} is {label} ."}[variant]
-    a, loc = aspect.replace("-", " "), f"location - {target[-1]}"
-    return {"NLI-M": f"{loc} - {a}", "QA-M": f"what do you think of the {a} of {loc} ?",
-            "NLI-B": f"{label} - {loc} - {a}",
-            "QA-B": f"the polarity of the aspect {a} of {loc} - is {label} ."}[variant]
-
-
-def build_inputs(examples: list[Example], variant: str) -> list[TextInput]:
-    """Sentence(-pair) inputs for the model.
-
-    Args:
-        examples: from :func:`load_examples` (one dataset).
-        variant: one of ``INPUT_VARIANTS``. "none"/"single": the sentence alone (text_b None);
-            M variants: one pair per example, label = class id; B variants: one pair per
-            (example, candidate label) in ``LABELS`` order, label 1 for the gold one, else 0.
-
-    Returns:
-        N inputs, or N·|LABELS| for B variants, in example order.
-    """
-    if variant not in INPUT_VARIANTS:
-        raise AbsaError(f"input variant {variant!r}: expected one of {', '.join(INPUT_VARIANTS)}")
-    out = []
-    for i, ex in enumerate(examples):
-        a, ds = model_text(ex.dataset, ex.text), ex.dataset
-        if variant in B_VARIANTS:
-            out += [TextInput(a, auxiliary_sentence(ds, variant, ex.target, ex.aspect, lab), ex.context_id,
-                              int(lab == ex.label), i) for lab in LABELS[ds]]
-        else:
-            out.append(TextInput(a, auxiliary_sentence(ds, variant, ex.target, ex.aspect), ex.context_id,
-                                 ex.label_id, i))
-    return out
-
-
-def variant_num_labels(dataset: str, variant: str) -> int:
-    """2 (no / yes) for the B variants, else the number of classes."""
-    return 2 if variant in B_VARIANTS else len(LABELS[dataset])
-
-
-def pool_binary_scores(dataset: str, variant: str, yes_scores: np.ndarray) -> np.ndarray:
-    """Class scores from B-variant yes-probabilities, as in Sun et al.'s ``evaluation.py``.
-
-    Each example's C yes-scores are divided by their sum (an all-zero row becomes uniform); the
-    predicted class is the argmax (ties to the lower index).
-
-    Args:
-        yes_scores: (N·C,) P(yes) in :func:`build_inputs` order.
-
-    Returns:
-        (N, C) scores that sum to 1 per row.
-    """
-    if variant not in B_VARIANTS:
-        raise ValueError(f"pool_binary_scores is for {B_VARIANTS}, not {variant!r}")
-    c = len(LABELS[dataset])
-    s = np.asarray(yes_scores, dtype=np.float64)
-    if s.ndim != 1 or s.size % c:
-        raise ValueError(f"yes_scores must be a flat array of N·{c} scores, got shape {s.shape}")
-    s = s.reshape(-1, c)                                                  # (N, C)
-    total = s.sum(axis=1, keepdims=True)                                  # (N, 1)
-    return np.where(total > 0, s / np.where(total > 0, total, 1), 1.0 / c)
 
 
 def stats(data_dir=None) -> dict:

@@ -14,6 +14,7 @@ import dataclasses
 import pandas as pd
 
 from absa_lib import data as D
+from absa_lib.inputs import INPUT_VARIANTS, auxiliary_sentence, build_inputs
 
 # (dataset, quantity, expected value, where it comes from)
 EXPECTED = (
@@ -87,7 +88,7 @@ def context_table() -> pd.DataFrame:
         for target in (D.TARGETS if ds == "sentihood" else (None,)):
             for aspect in D.ASPECTS[ds]:
                 rows.append({"dataset": ds, "context_id": D.context_id(ds, target, aspect), "target": target,
-                             "aspect": aspect, "NLI-M auxiliary sentence": D.auxiliary_sentence(ds, "NLI-M", target, aspect)})
+                             "aspect": aspect, "NLI-M auxiliary sentence": auxiliary_sentence(ds, "NLI-M", target, aspect)})
     return pd.DataFrame(rows)
 
 
@@ -95,8 +96,8 @@ def input_variants(example) -> pd.DataFrame:
     """What the tokenizer sees for one example under every input variant (B variants: one row per
     candidate label, label 1 for the gold one)."""
     rows = []
-    for variant in D.INPUT_VARIANTS:
-        for inp in D.build_inputs([example], variant):
+    for variant in INPUT_VARIANTS:
+        for inp in build_inputs([example], variant):
             rows.append({"variant": variant, "text_a": inp.text_a, "text_b": inp.text_b,
                          "context_id": inp.context_id, "label": inp.label})
     return pd.DataFrame(rows)

@@ -1,4 +1,8 @@
-"""From text inputs to model tensors: WordPiece encoding and dynamic padding.
+"""From examples to model tensors: WordPiece encoding, dynamic padding and batching.
+
+:func:`encode_examples` is the one path from examples to encoded inputs (training, evaluation,
+``absa predict``, ``absa bench`` and the figures all take it); :func:`encode_batch` collates them
+into one batch with its WordPiece tokens (the figures and the notebooks' checks).
 
 docs/paper_notes.md §1.3: ``[CLS] text_a [SEP] text_b [SEP]`` with segment ids 0 then 1, or
 ``[CLS] text_a [SEP]`` without an auxiliary sentence. Over-long pairs are truncated one token at a
@@ -16,10 +20,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from absa_lib.errors import AbsaError
+from absa_lib.inputs import B_VARIANTS, TextInput, build_inputs
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from absa_lib.data import TextInput
+    from absa_lib.data import Example
 
 
 @dataclass
@@ -37,7 +44,7 @@ def encode(inputs: list[TextInput], tokenizer: PreTrainedTokenizerBase, max_leng
     """Tokenize text inputs in one batched call (fast tokenizers do this in Rust).
 
     Args:
-        inputs: from :func:`absa_lib.data.build_inputs`.
+        inputs: from :func:`absa_lib.inputs.build_inputs`.
         tokenizer: a BERT WordPiece tokenizer (uncased for every backbone shipped here).
         max_length: the official HEAD value is 128 (the paper does not say).
 
@@ -62,6 +69,30 @@ def encode(inputs: list[TextInput], tokenizer: PreTrainedTokenizerBase, max_leng
         for i, ids in zip(full, lengths):
             out[i].truncated = len(ids) > max_length
     return out
+
+
+def encode_examples(examples: list[Example], aux: str, tokenizer: PreTrainedTokenizerBase,
+                    max_length: int = 128) -> list[Encoded]:
+    """The model's encoded inputs for ``examples`` under input variant ``aux``.
+
+    :func:`absa_lib.inputs.build_inputs`, then :func:`encode`: one :class:`Encoded` per example, or
+    one per (example, candidate label) for the B variants, in example order.
+    """
+    return encode(build_inputs(examples, aux), tokenizer, max_length)
+
+
+def encode_batch(examples: list[Example], aux: str, tokenizer: PreTrainedTokenizerBase,
+                 max_length: int = 128) -> tuple[dict[str, torch.Tensor], list[list[str]]]:
+    """One collated batch with a row per example (see :func:`collate`) and each row's WordPiece tokens.
+
+    Raises:
+        AbsaError: for the B variants, which give several inputs per example.
+    """
+    if aux in B_VARIANTS:
+        raise AbsaError(f"aux={aux!r}: one batch row per example needs none or an M variant, not a B variant")
+    encoded = encode_examples(examples, aux, tokenizer, max_length)
+    batch = collate(encoded, tokenizer.pad_token_id or 0)
+    return batch, [tokenizer.convert_ids_to_tokens(e.input_ids) for e in encoded]
 
 
 def collate(batch: list[Encoded], pad_token_id: int = 0) -> dict[str, torch.Tensor]:

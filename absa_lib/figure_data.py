@@ -29,7 +29,7 @@ import torch
 from absa_lib import data as D
 from absa_lib.analysis import extract_components, gradient_sensitivity, token_attention
 from absa_lib.errors import AbsaError
-from absa_lib.features import collate, encode
+from absa_lib.features import encode_batch
 
 # Figure 4: the x-range of each component's bins (the quasi term λ_A ⊙ A_quasi is kept too)
 HIST_RANGES = {"a_hat": (-1.0, 2.0), "lambda_a": (-1.0, 1.0), "a_self": (0.0, 1.0), "a_quasi": (0.0, 1.0),
@@ -38,17 +38,9 @@ HIST_KEYS = tuple(HIST_RANGES)
 FIG4_BINS = 50
 
 
-def encode_batch(examples: list, aux: str, tokenizer, max_length: int = 128) -> tuple[dict, list[list[str]]]:
-    """Collated model inputs (see :func:`absa_lib.features.collate`) and the WordPiece tokens."""
-    if aux in D.B_VARIANTS:
-        raise AbsaError(f"aux={aux!r}: the figures need one input per example; use none or an M variant")
-    enc = encode(D.build_inputs(examples, aux), tokenizer, max_length)
-    batch = collate(enc, tokenizer.pad_token_id or 0)
-    return batch, [tokenizer.convert_ids_to_tokens(e.input_ids) for e in enc]
-
-
 @torch.no_grad()
-def _predict(model, batch: dict) -> list[int]:
+def _predicted_ids(model, batch: dict) -> list[int]:
+    """The model's predicted label id for each row of ``batch``."""
     model.eval()
     keys = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
     device = next(model.parameters()).device
@@ -82,7 +74,7 @@ def relevance_data(model, tokenizer, examples: list, panels: list[dict], aux: st
         exs = [find_example(examples, (panel["sentence_id"], t, a)) for t, a in panel["contexts"]]
         batch, tokens = encode_batch(exs, aux, tokenizer, max_length)
         rel = gradient_sensitivity(model, batch, torch.tensor([ex.label_id for ex in exs]))   # (B, T)
-        pred = _predict(model, batch)
+        pred = _predicted_ids(model, batch)
         keep = (batch["token_type_ids"][0] == 0) & (batch["attention_mask"][0] == 1)        # (T,)
         n = int(keep.sum())
         rows, contexts = {}, []
@@ -197,7 +189,7 @@ def attention_example(model, tokenizer, example, aux: str = "none", max_length: 
     head = int(sums["quasi_term"].min(dim=-1).values.argmin())
     labels = D.LABELS[example.dataset]
     return {"sentence_id": example.sentence_id, "target": example.target, "aspect": example.aspect,
-            "gold": example.label, "predicted": labels[_predict(model, batch)[0]], "text": example.text,
+            "gold": example.label, "predicted": labels[_predicted_ids(model, batch)[0]], "text": example.text,
             "layer": layer, "tokens": tokens[0], "head": head,
             **{k: [[round(float(x), 6) for x in h] for h in v] for k, v in sums.items()}}
 

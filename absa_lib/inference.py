@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from absa_lib import data as D
 from absa_lib.device import autocast, resolve_precision
 from absa_lib.features import Encoded, batches, by_length
+from absa_lib.inputs import B_VARIANTS, pool_binary_scores
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device, labels: bool = True) -> dict:
@@ -41,6 +41,6 @@ def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: i
 def class_probabilities(dataset: str, aux: str, probs: np.ndarray) -> np.ndarray:
     """Per-example class probabilities (N, C): the model's own for the C-way variants; for NLI-B and
     QA-B, the per-label yes-scores (N·C rows of 2) pooled into one row per example."""
-    if aux in D.B_VARIANTS:
-        return D.pool_binary_scores(dataset, aux, probs[:, 1])
+    if aux in B_VARIANTS:
+        return pool_binary_scores(dataset, aux, probs[:, 1])
     return probs

@@ -46,13 +46,15 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from absa_lib.data import GROUP_SIZE, LABELS
+from absa_lib.data import DATASETS, LABELS, SENTIMENTS, group_size
 from absa_lib.errors import AbsaError
 
 # Label ids, in the order of absa_lib.data.LABELS (the published files' order, as the reference's):
 SH_NONE, SH_POSITIVE, SH_NEGATIVE = (LABELS["sentihood"].index(x) for x in ("None", "Positive", "Negative"))
-SE_POSITIVE, SE_NEGATIVE, SE_NONE = (LABELS["semeval"].index(x) for x in ("positive", "negative", "none"))
-SE_SENTIMENTS = 4            # positive, neutral, negative, conflict come first; the first 3 are the 3-class task
+SE_POSITIVE, SE_NEGATIVE, SE_CONFLICT, SE_NONE = (LABELS["semeval"].index(x)
+                                                   for x in ("positive", "negative", "conflict", "none"))
+SE_SENTIMENTS = len(SENTIMENTS["semeval"])   # positive, neutral, negative, conflict come first (4-class task);
+                                             # those before conflict are the 3-class task
 METRIC_KEYS = {
     "sentihood": ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1",
                   "aspect_auc", "sentiment_acc", "sentiment_auc"),
@@ -67,9 +69,9 @@ NAN = float("nan")
 
 def _validated(dataset: str, gold, probs) -> tuple[np.ndarray, np.ndarray]:
     """Check shapes and values; return gold as int64 (N,) and probs as float64 (N, C)."""
-    if dataset not in GROUP_SIZE:
-        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(GROUP_SIZE)}")
-    size, n_classes = GROUP_SIZE[dataset], len(LABELS[dataset])
+    if dataset not in DATASETS:
+        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
+    size, n_classes = group_size(dataset), len(LABELS[dataset])
     gold, probs = np.asarray(gold), np.asarray(probs, dtype=np.float64)
     if gold.ndim != 1 or probs.ndim != 2 or len(gold) != len(probs):
         raise AbsaError(f"{dataset} metrics: gold must be (N,) and probs (N, {n_classes}); got "
@@ -126,7 +128,7 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
     """
     gold, probs = _validated("sentihood", gold, probs)
     pred = probs.argmax(axis=1)                                   # (N,)
-    size = GROUP_SIZE["sentihood"]
+    size = group_size("sentihood")
     g, p = gold.reshape(-1, size), pred.reshape(-1, size)         # (groups, 4)
     strict_acc = int(np.all(g == p, axis=1).sum()) / len(g)
 
@@ -177,7 +179,7 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
     """
     gold, probs = _validated("semeval", gold, probs)
     pred = probs.argmax(axis=1)                                    # (N,)
-    size = GROUP_SIZE["semeval"]
+    size = group_size("semeval")
     g_set, s_set = gold.reshape(-1, size) != SE_NONE, pred.reshape(-1, size) != SE_NONE   # (sentences, 5)
     keep = g_set.any(axis=1)                                       # sentences with a gold aspect
     s_all, g_all = int(s_set[keep].sum()), int(g_set[keep].sum())
@@ -190,8 +192,8 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
     m4 = gold != SE_NONE
     pred4 = np.where(pred == SE_NONE, probs[:, :SE_SENTIMENTS].argmax(axis=1), pred)
     # 3 classes: gold in {pos, neu, neg}; predicted conflict/none -> best of pos/neu/neg.
-    m3 = gold <= 2
-    pred3 = np.where(pred >= 3, probs[:, :3].argmax(axis=1), pred)
+    m3 = gold < SE_CONFLICT
+    pred3 = np.where(pred >= SE_CONFLICT, probs[:, :SE_CONFLICT].argmax(axis=1), pred)
     # binary: gold in {pos, neg}; predicted neu/conflict/none -> pos if P(pos) >= P(neg).
     m2 = (gold == SE_POSITIVE) | (gold == SE_NEGATIVE)
     pred2 = np.where((pred == SE_POSITIVE) | (pred == SE_NEGATIVE), pred,
@@ -211,7 +213,7 @@ def compute_metrics(dataset: str, gold, probs) -> dict[str, float]:
         return sentihood_metrics(gold, probs)
     if dataset == "semeval":
         return semeval_metrics(gold, probs)
-    raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(GROUP_SIZE)}")
+    raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
 
 
 def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:

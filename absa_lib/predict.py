@@ -11,7 +11,7 @@ import os
 
 from absa_lib import data as D
 from absa_lib.errors import AbsaError
-from absa_lib.features import encode
+from absa_lib.features import encode_examples
 from absa_lib.inference import class_probabilities, predict_probs
 from absa_lib.runs import Run, load_run
 
@@ -68,7 +68,7 @@ def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None =
     config = config_from_record(run.config, run.path / "config.json")
     examples = _examples(config.dataset, text, targets)
     tokenizer = tokenizer or load_tokenizer(config.backbone)
-    encoded = encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)
+    encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
     truncated = any(e.truncated for e in encoded)
     if truncated and not truncate:
         raise AbsaError(f"the text is longer than the model's limit of {config.max_length} tokens "

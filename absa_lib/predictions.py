@@ -50,10 +50,9 @@ def _dataset_of(examples) -> str:
 
 
 def _key(example) -> tuple[str, ...]:
-    """The file key of an example: (id, target, aspect) or (id, aspect), as strings."""
-    if example.dataset == "sentihood":
-        return (str(example.sentence_id), str(example.target), example.aspect)
-    return (str(example.sentence_id), example.aspect)
+    """The file key of an example: its :attr:`~absa_lib.data.Example.key` (id, target, aspect) or
+    (id, aspect), as strings."""
+    return tuple(str(part) for part in example.key)
 
 
 def _show(dataset: str, key: tuple[str, ...]) -> str:

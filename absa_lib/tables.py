@@ -167,8 +167,7 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
     from absa_lib import data as D
     from absa_lib.metrics import compute_metrics
 
-    labels = D.LABELS[dataset]
-    none = labels.index(D.NONE_LABEL[dataset])
+    labels, none = D.LABELS[dataset], D.none_id(dataset)
     train = [e.label_id for e in D.load_examples(dataset, "train", data_dir=data_dir)]
     gold = np.array([e.label_id for e in D.load_examples(dataset, "test", data_dir=data_dir)])
     majority = int(np.argmax(np.bincount([y for y in train if y != none], minlength=len(labels))))

@@ -31,9 +31,10 @@ from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_chec
 from absa_lib.config import TrainConfig, check_max_length, resolved, run_identity, run_path
 from absa_lib.device import autocast, default_device
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.features import Encoded, batches, encode, length_grouped, sequential
+from absa_lib.features import Encoded, batches, encode_examples, length_grouped, sequential
 from absa_lib.fileio import atomic_write_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
+from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import SELECTION_METRIC, compute_metrics
 from absa_lib.models import build_model, joint, load_tokenizer
 from absa_lib.models.attention import NEW_MODULES
@@ -80,7 +81,7 @@ def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> 
             examples = _subset_train(examples, config.max_train_examples)
         else:
             examples = _subset_eval(examples, config.dataset, config.max_eval_examples)
-        _ENCODED[key] = examples, encode(D.build_inputs(examples, config.aux), tokenizer, config.max_length)
+        _ENCODED[key] = examples, encode_examples(examples, config.aux, tokenizer, config.max_length)
     return _ENCODED[key]
 
 
@@ -211,7 +212,7 @@ def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Sessio
     splits = {s: prepare_split(config, s, tokenizer, data_dir) for s in ("dev", "test")}
     build = build_per_context if config.model == "bert-single" else partial(build_model, config.model)
     model = build(backbone=config.backbone, preset=config.preset,
-                  num_labels=D.variant_num_labels(config.dataset, config.aux),
+                  num_labels=variant_num_labels(config.dataset, config.aux),
                   num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
                   **config.model_overrides).to(device)
     optimizer = _optimizer(model, config, device)

@@ -149,14 +149,14 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "data_label_di
 # `location - 1` in the model text, as in the published files.
 
 # %%
-from absa_lib.features import encode
+from absa_lib.features import encode_examples
 from absa_lib.models import load_tokenizer
 
 example = next(e for e in examples[("sentihood", "test")] if e.key == ("583", "LOCATION1", "price"))
 print(example.text, "|", example.target, example.aspect, "->", example.label)
 show_table(data_overview.input_variants(example))
 tokenizer = load_tokenizer(backbone)
-encoded = encode(data.build_inputs([example], "NLI-M"), tokenizer, max_length)[0]
+encoded = encode_examples([example], "NLI-M", tokenizer, max_length)[0]
 show_table(pd.DataFrame({"token": tokenizer.convert_ids_to_tokens(encoded.input_ids),
                            "segment": encoded.token_type_ids}).T)
 

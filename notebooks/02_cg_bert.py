@@ -135,7 +135,8 @@ import torch
 
 from absa_lib import data, figure_data
 from absa_lib.analysis import extract_components
-from absa_lib.figure_data import encode_batch, find_example
+from absa_lib.features import encode_batch
+from absa_lib.figure_data import find_example
 from absa_lib.models import build_model, load_tokenizer, parameter_breakdown
 
 torch.manual_seed(0)
@@ -143,7 +144,8 @@ test = data.load_examples("sentihood", "test", notebook.data_dir)
 pair = [find_example(test, ("583", "LOCATION1", aspect)) for aspect in ("price", "transit-location")]
 tokenizer = load_tokenizer(backbone)
 batch, tokens = encode_batch(pair, "none", tokenizer, max_length)
-cg = build_model("cg-bert", backbone=backbone, num_labels=3, num_contexts=8, preset="paper").eval()
+SENTIHOOD = {"num_labels": len(data.LABELS["sentihood"]), "num_contexts": data.num_contexts("sentihood")}
+cg = build_model("cg-bert", backbone=backbone, **SENTIHOOD, preset="paper").eval()
 components = extract_components(cg, batch)
 show_table(figure_data.component_table(components))
 gates = torch.cat([layer["lambda_q"].flatten() for layer in components])

@@ -133,14 +133,16 @@ import torch
 
 from absa_lib import data, figure_data
 from absa_lib.analysis import extract_components
-from absa_lib.figure_data import encode_batch, find_example
+from absa_lib.features import encode_batch
+from absa_lib.figure_data import find_example
 from absa_lib.models import build_model, load_tokenizer
 
 torch.manual_seed(0)
 test = data.load_examples("sentihood", "test", notebook.data_dir)
 pair = [find_example(test, ("1474", target, "price")) for target in ("LOCATION1", "LOCATION2")]
 batch, tokens = encode_batch(pair, "none", load_tokenizer(backbone), max_length)
-qacg = build_model("qacg-bert", backbone=backbone, num_labels=3, num_contexts=8, preset="official",
+SENTIHOOD = {"num_labels": len(data.LABELS["sentihood"]), "num_contexts": data.num_contexts("sentihood")}
+qacg = build_model("qacg-bert", backbone=backbone, **SENTIHOOD, preset="official",
                    init_std=0.2, lambda_init_std=0.2).eval()
 components = extract_components(qacg, batch)
 show_table(figure_data.component_table(components))

@@ -104,12 +104,15 @@ notebook = setup("06_other_attention", globals())   # the parameters above, fold
 import torch
 
 from absa_lib import data
-from absa_lib.figure_data import encode_batch, find_example
+from absa_lib.features import encode_batch
+from absa_lib.figure_data import find_example
 from absa_lib.models import build_model, load_tokenizer
 from absa_lib.models.alstm import ALSTMModel
 from absa_lib.session import show_source, show_table
 
 SENTENCE = ("745", "LOCATION1")     # Figure 5's sentence: "LOCATION1 is nice, but it's not cheap"
+SENTIHOOD = {"num_labels": len(data.LABELS["sentihood"]), "num_contexts": data.num_contexts("sentihood"),
+             "num_aspects": data.group_size("sentihood")}
 
 show_source(ALSTMModel.forward)
 torch.manual_seed(0)
@@ -119,8 +122,7 @@ pair = [find_example(test, (*SENTENCE, aspect)) for aspect in ("price", "safety"
 batch, _ = encode_batch(pair, "none", tokenizer, max_length)
 inputs = {k: v for k, v in batch.items() if k != "labels"}
 for score in ("paper", "joint"):
-    at = build_model("at-lstm", backbone=backbone, num_labels=3, num_contexts=8, num_aspects=4,
-                     alstm_score=score).eval()
+    at = build_model("at-lstm", backbone=backbone, **SENTIHOOD, alstm_score=score).eval()
     with torch.no_grad():                                   # weights of a trained model's scale (a stand-in)
         for p in at.parameters():
             p.normal_(std=0.3)
@@ -152,7 +154,7 @@ from absa_lib.models.man import man_attention
 
 show_source(man_attention)
 for ortho in ("eq9", "code_literal"):
-    man = build_model("man-bert", backbone=backbone, num_labels=3, num_contexts=8, num_aspects=4,
+    man = build_model("man-bert", backbone=backbone, **SENTIHOOD,
                       man_ortho=ortho).eval()
     maps = extract_attention(man, batch)
     w = torch.einsum("bki,bkij->bkj", maps["beta"], maps["self_attention"])   # w^a = β^a A^a
@@ -176,7 +178,7 @@ for ortho in ("eq9", "code_literal"):
 from absa_lib.models.orthogonal import OrthogonalAttention
 
 show_source(OrthogonalAttention.forward)
-oa = build_model("oa-bert", backbone=backbone, num_labels=3, num_contexts=8, num_aspects=4).eval()
+oa = build_model("oa-bert", backbone=backbone, **SENTIHOOD).eval()
 a = extract_attention(oa, batch)["oa"]                              # (B, heads, T, m = 2)
 print("OA weights over the query (target, aspect) sum to 1 per context word:",
       torch.allclose(a.sum(-1), torch.ones_like(a.sum(-1))))

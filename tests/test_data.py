@@ -14,6 +14,7 @@ from tokenizers.normalizers import BertNormalizer
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
 from absa_lib import data as D
+from absa_lib import inputs as model_inputs
 from absa_lib.errors import AbsaError
 
 SEMEVAL_SHORT = ("price", "anecdotes", "food", "ambience", "service")
@@ -104,8 +105,8 @@ def test_semeval_fixture_rows(fixtures_dir):
     ("I'm gonna wanna go", "i'm gon na wan na go"),
 ])
 def test_model_text_follows_nltk_and_the_mask_rewrite(raw, expected):
-    assert D.model_text("sentihood", raw) == expected
-    assert D.model_text("semeval", "Keep Raw TEXT, don't.") == "Keep Raw TEXT, don't."
+    assert model_inputs.model_text("sentihood", raw) == expected
+    assert model_inputs.model_text("semeval", "Keep Raw TEXT, don't.") == "Keep Raw TEXT, don't."
 
 
 def test_variants_text_b_and_labels(fixtures_dir):
@@ -118,8 +119,8 @@ def test_variants_text_b_and_labels(fixtures_dir):
         "QA-B": [f"the polarity of the aspect transit location of location - 2 - is {lab} ."
                  for lab in labels],
     }
-    for variant in D.INPUT_VARIANTS:
-        inputs = D.build_inputs(exs, variant)
+    for variant in model_inputs.INPUT_VARIANTS:
+        inputs = model_inputs.build_inputs(exs, variant)
         n = len(expected[variant])
         assert len(inputs) == n * len(exs)
         assert [i.example_index for i in inputs] == [k for k in range(len(exs)) for _ in range(n)]
@@ -127,33 +128,33 @@ def test_variants_text_b_and_labels(fixtures_dir):
         assert [i.text_b for i in mine] == expected[variant]
         assert {i.text_a for i in mine} == {"i do n't like location - 2, location - 1 is nice"}
         assert {i.context_id for i in mine} == {7}
-        if variant in D.B_VARIANTS:
+        if variant in model_inputs.B_VARIANTS:
             assert [i.label for i in mine] == [1, 0, 0]                     # gold None is the first candidate
-            assert D.variant_num_labels("sentihood", variant) == 2
+            assert model_inputs.variant_num_labels("sentihood", variant) == 2
         else:
             assert [i.label for i in inputs] == [e.label_id for e in exs]
-            assert D.variant_num_labels("sentihood", variant) == 3
+            assert model_inputs.variant_num_labels("sentihood", variant) == 3
     sem = D.load_examples("semeval", "train", fixtures_dir / "data", verify=False)[6]  # 258 anecdotes +
-    got = {v: [i.text_b for i in D.build_inputs([sem], v)] for v in D.INPUT_VARIANTS}
+    got = {v: [i.text_b for i in model_inputs.build_inputs([sem], v)] for v in model_inputs.INPUT_VARIANTS}
     assert got["NLI-M"] == ["anecdotes"] and got["none"] == got["single"] == [None]
     assert got["QA-M"] == ["what do you think of the anecdotes of it ?"]
     assert got["NLI-B"] == [f"{lab} - anecdotes" for lab in D.LABELS["semeval"]]
     assert got["QA-B"][3] == "the polarity of the aspect anecdotes is conflict ."
-    assert [i.label for i in D.build_inputs([sem], "QA-B")] == [1, 0, 0, 0, 0]
+    assert [i.label for i in model_inputs.build_inputs([sem], "QA-B")] == [1, 0, 0, 0, 0]
     with pytest.raises(AbsaError, match="input variant 'NLI'"):
-        D.build_inputs([sem], "NLI")
+        model_inputs.build_inputs([sem], "NLI")
 
 
 def test_pool_binary_scores_normalises_like_sun_et_al():
     yes = np.array([0.2, 0.6, 0.2, 0.1, 0.1, 0.3, 0.0, 0.0, 0.0])
-    pooled = D.pool_binary_scores("sentihood", "NLI-B", yes)
+    pooled = model_inputs.pool_binary_scores("sentihood", "NLI-B", yes)
     np.testing.assert_allclose(pooled, [[0.2, 0.6, 0.2], [0.2, 0.2, 0.6], [1 / 3, 1 / 3, 1 / 3]])
     assert pooled.argmax(axis=1).tolist() == [1, 2, 0]
-    assert D.pool_binary_scores("semeval", "QA-B", np.ones(10)).shape == (2, 5)
+    assert model_inputs.pool_binary_scores("semeval", "QA-B", np.ones(10)).shape == (2, 5)
     with pytest.raises(ValueError):
-        D.pool_binary_scores("semeval", "QA-B", np.ones(7))
+        model_inputs.pool_binary_scores("semeval", "QA-B", np.ones(7))
     with pytest.raises(ValueError):
-        D.pool_binary_scores("semeval", "NLI-M", np.ones(10))
+        model_inputs.pool_binary_scores("semeval", "NLI-M", np.ones(10))
 
 
 def test_constants():
@@ -298,7 +299,7 @@ def test_semeval_category_by_polarity(real_data_dir):
 def test_sentihood_equals_published_nli_m(real_data_dir, split):
     rows = _sentihood_nli_m(real_data_dir, split)
     exs = D.load_examples("sentihood", split, real_data_dir)
-    inputs = D.build_inputs(exs, "NLI-M")
+    inputs = model_inputs.build_inputs(exs, "NLI-M")
     aspect_word = {"general": "general", "price": "price", "safety": "safety",
                    "transit location": "transit-location"}
     published = [(r[0], f"LOCATION{r[2][11]}", aspect_word[r[2][15:]], r[3]) for r in rows]
@@ -322,7 +323,7 @@ def test_semeval_equals_published_nli_m(real_data_dir, split):
         exs = [by_key[r[0], D.ASPECTS["semeval"][SEMEVAL_SHORT.index(r[2])]] for r in rows]
     else:
         exs = D.load_examples("semeval", split, real_data_dir)
-    inputs = D.build_inputs(exs, "NLI-M")
+    inputs = model_inputs.build_inputs(exs, "NLI-M")
     assert [tuple(r[:3]) for r in rows] == [(e.sentence_id, e.label, SEMEVAL_SHORT[e.context_id])
                                             for e in exs]
     assert [r[2] for r in rows] == [i.text_b for i in inputs]
@@ -332,14 +333,14 @@ def test_semeval_equals_published_nli_m(real_data_dir, split):
 
 def test_b_variants_on_real_data(real_data_dir):
     exs = D.load_examples("sentihood", "dev", real_data_dir)
-    for variant in D.B_VARIANTS:
-        inputs = D.build_inputs(exs, variant)
+    for variant in model_inputs.B_VARIANTS:
+        inputs = model_inputs.build_inputs(exs, variant)
         assert len(inputs) == 3 * len(exs)
         labels = np.array([i.label for i in inputs]).reshape(-1, 3)
         assert (labels.sum(axis=1) == 1).all()
         assert labels.argmax(axis=1).tolist() == [e.label_id for e in exs]
     sem = D.load_examples("semeval", "test", real_data_dir)
-    labels = np.array([i.label for i in D.build_inputs(sem, "QA-B")]).reshape(-1, 5)
+    labels = np.array([i.label for i in model_inputs.build_inputs(sem, "QA-B")]).reshape(-1, 5)
     assert (labels.sum(axis=1) == 1).all() and labels.argmax(axis=1).tolist() == [e.label_id for e in sem]
 
 

@@ -198,8 +198,8 @@ def test_tokenized_once_per_process(monkeypatch):
     from absa_lib.models import load_tokenizer
 
     calls = []
-    real = training.encode
-    monkeypatch.setattr(training, "encode", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = training.encode_examples
+    monkeypatch.setattr(training, "encode_examples", lambda *a, **k: calls.append(1) or real(*a, **k))
     tok = load_tokenizer("tiny")
     cfg = small(max_train_examples=17)
     first = training.prepare_split(cfg, "train", tok)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from absa_lib import data, figure_data, grid, manifest, profiles, session
+from absa_lib import data, features, figure_data, grid, manifest, profiles, session
 from absa_lib.ablations import ABLATIONS, changed_fields, reference_of
 from absa_lib.errors import AbsaError
 from absa_lib.paths import repo_root
@@ -147,7 +147,7 @@ def test_histograms_count_every_unpadded_entry_of_non_none_examples(tiny):
     h = figure_data.component_histograms(model, tok, EXAMPLES, n=50, seed=0, batch_size=2)
     chosen = [e for e in EXAMPLES if e.label != "None"]
     assert h["n_examples"] == len(chosen) == 4 and [tuple(k) for k in h["keys"]] == [e.key for e in chosen]
-    lengths = [len(figure_data.encode_batch([e], "none", tok)[1][0]) for e in chosen]
+    lengths = [len(features.encode_batch([e], "none", tok)[1][0]) for e in chosen]
     L, H = h["layers"], h["heads"]
     assert (L, H) == (2, 4)
     hist = h["histograms"]

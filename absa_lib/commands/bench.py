@@ -22,7 +22,8 @@ import time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.data import DATASETS, INPUT_VARIANTS
+    from absa_lib.data import DATASETS
+    from absa_lib.inputs import INPUT_VARIANTS
     from absa_lib.models import MODELS, PRESETS
 
     p = sub.add_parser("bench", help="time training steps and inference",
@@ -53,22 +54,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _batches(args, tokenizer, group_by_length: bool) -> list[dict]:
-    """The same seeded examples, in random batches or in batches of similar length (as training)."""
+def _batches(args, tokenizer, encoded: list, group_by_length: bool) -> list[dict]:
+    """The same seeded inputs of the split (``encoded``: all of them), in random batches or in
+    batches of similar length (as training)."""
     import torch
 
-    from absa_lib import data as D
-    from absa_lib.features import batches, encode, length_grouped, sequential
+    from absa_lib.features import batches, length_grouped, sequential
 
-    inputs = D.build_inputs(D.load_examples(args.dataset, args.split, data_dir=args.data_dir), args.aux)
     n = (args.warmup + args.steps) * args.batch_size
     g = torch.Generator().manual_seed(args.seed)
-    order = torch.randperm(len(inputs), generator=g).tolist()
-    chosen = [inputs[i] for i in (order * (n // len(order) + 1))[:n]]
-    encoded = encode(chosen, tokenizer, args.max_length)
-    index = (length_grouped(list(range(n)), [len(e.input_ids) for e in encoded], args.batch_size, g)
+    order = torch.randperm(len(encoded), generator=g).tolist()
+    chosen = [encoded[i] for i in (order * (n // len(order) + 1))[:n]]
+    index = (length_grouped(list(range(n)), [len(e.input_ids) for e in chosen], args.batch_size, g)
              if group_by_length else sequential(list(range(n)), args.batch_size))
-    return [b for _, b in batches(encoded, index, tokenizer.pad_token_id or 0)]
+    return [b for _, b in batches(chosen, index, tokenizer.pad_token_id or 0)]
 
 
 def _sync(device) -> None:
@@ -130,11 +129,9 @@ def _summarise(reps: list[list[tuple[float, float]]], n_ex: int, n_tok: int) -> 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from absa_lib import data as D
     from absa_lib.device import resolve_precision
-    from absa_lib.inference import to_device
     from absa_lib.errors import AbsaError
-    from absa_lib.models import build_model, load_tokenizer
+    from absa_lib.models import load_tokenizer
 
     if min(args.batch_size, args.steps, args.repeats) < 1 or args.warmup < 0:
         raise AbsaError("--batch-size, --steps and --repeats must be positive, --warmup non-negative")
@@ -147,15 +144,54 @@ def run(args: argparse.Namespace) -> int:
     fast = (resolve_precision(args.precision, device), args.group_by_length)
     settings = {"fp32 random": ("fp32", False)}
     settings.setdefault(f"{fast[0]} {'grouped' if fast[1] else 'random'}", fast)
+    data = _setting_batches(args, tokenizer, settings, device)
+    args.model = list(dict.fromkeys(args.model))            # each model once
+    models = _warmed_up_models(args, settings, data, device)
+    phases = ("train",) if args.no_inference else ("train", "infer")
+    times = _timed_rounds(args, models, settings, data, phases, device)
+    timed = data["fp32 random"][1]
+    n_ex = sum(len(b["labels"]) for b in timed)
+    n_tok = sum(int(b["attention_mask"].sum()) for b in timed)
+    ref = "bert-pair" if "bert-pair" in models else args.model[0]
+    rows = _result_rows(args, times, phases, ref, n_ex, n_tok)
+    cpu = f"cpu ({torch.get_num_threads()} threads)"
+    setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
+             "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
+             "batch_size": args.batch_size, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
+             "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
+             "repeats": args.repeats, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
+    if args.json:
+        print(json.dumps({"setup": setup, "results": rows}, indent=2))
+    else:
+        _print_table(setup, rows, phases, ref)
+    return 0
+
+
+def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:
+    """Per setting: (warm-up batches, timed batches) on ``device``, from one encoding of the split."""
+    from absa_lib import data as D
+    from absa_lib.features import encode_examples
+    from absa_lib.inference import to_device
+
+    examples = D.load_examples(args.dataset, args.split, data_dir=args.data_dir)
+    encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
     data = {}
     for label, (_, grouped) in settings.items():
-        batches = [to_device(b, device) for b in _batches(args, tokenizer, grouped)]
+        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped)]
         data[label] = batches[:args.warmup], batches[args.warmup:]
-    args.model = list(dict.fromkeys(args.model))            # each model once
+    return data
+
+
+def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tuple]:
+    """Each model with its optimizer, after the untimed warm-up batches of every setting."""
+    from absa_lib import data as D
+    from absa_lib.inputs import variant_num_labels
+    from absa_lib.models import build_model
+
     models = {}
     for name in args.model:
         model = build_model(name, backbone=args.backbone, preset=args.preset,
-                            num_labels=D.variant_num_labels(args.dataset, args.aux),
+                            num_labels=variant_num_labels(args.dataset, args.aux),
                             num_contexts=D.num_contexts(args.dataset),
                             num_aspects=D.group_size(args.dataset)).to(device)
         opt = _adamw(model)
@@ -164,9 +200,12 @@ def run(args: argparse.Namespace) -> int:
                 _train_step(model, opt, batch, device, precision)
                 _infer(model, batch, device, precision)
         models[name] = (model, opt)
-    phases = ("train",) if args.no_inference else ("train", "infer")
-    # times[(name, setting)][phase][repeat][batch]: models and settings take turns batch by batch, so
-    # load from other processes hits them alike; per batch the fastest repeat counts (noise only adds)
+    return models
+
+
+def _timed_rounds(args, models: dict, settings: dict, data: dict, phases: tuple[str, ...], device) -> dict:
+    """times[(name, setting)][phase][repeat][batch]: models and settings take turns batch by batch, so
+    load from other processes hits them alike; per batch the fastest repeat counts (noise only adds)."""
     keys = [(name, label) for label in settings for name in models]
     times = {key: {ph: [[] for _ in range(args.repeats)] for ph in phases} for key in keys}
     for r in range(args.repeats):
@@ -176,9 +215,11 @@ def run(args: argparse.Namespace) -> int:
                 times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision))
                 if "infer" in phases:
                     times[(name, label)]["infer"][r].append(_infer(model, batch, device, precision))
-    n_ex = sum(len(b["labels"]) for b in data["fp32 random"][1])
-    n_tok = sum(int(b["attention_mask"].sum()) for b in data["fp32 random"][1])
-    ref = "bert-pair" if "bert-pair" in models else args.model[0]
+    return times
+
+
+def _result_rows(args, times: dict, phases: tuple[str, ...], ref: str, n_ex: int, n_tok: int) -> list[dict]:
+    """One row per (model, setting): throughput per phase, and its ratio to ``ref`` and to fp32 random."""
     rows = {key: {"model": key[0], "setting": key[1],
                   "preset": args.preset if key[0] in ("cg-bert", "qacg-bert") else None,
                   **{ph: _summarise(reps, n_ex, n_tok) for ph, reps in t.items()}} for key, t in times.items()}
@@ -187,17 +228,7 @@ def run(args: argparse.Namespace) -> int:
             speed = row[ph]["examples_per_s"]
             row[ph]["vs_" + ref] = speed / rows[(ref, label)][ph]["examples_per_s"]
             row[ph]["vs_fp32_random"] = speed / rows[(name, "fp32 random")][ph]["examples_per_s"]
-    cpu = f"cpu ({torch.get_num_threads()} threads)"
-    setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
-             "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
-             "batch_size": args.batch_size, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
-             "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
-             "repeats": args.repeats, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
-    if args.json:
-        print(json.dumps({"setup": setup, "results": list(rows.values())}, indent=2))
-    else:
-        _print_table(setup, list(rows.values()), phases, ref)
-    return 0
+    return list(rows.values())
 
 
 def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: str) -> None:

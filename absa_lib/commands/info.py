@@ -8,6 +8,7 @@ import json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from absa_lib import data as D
     from absa_lib.models import BACKBONES, MODELS, PRESETS
 
     p = sub.add_parser("info", help="parameter count and configuration of a model",
@@ -18,11 +19,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backbone", default="bert-base-random",
                    help=f"one of {', '.join(BACKBONES)} or a local model directory "
                    "(default: bert-base-random)")
-    p.add_argument("--num-labels", type=int, default=3, help="classifier outputs (3 SentiHood, 5 SemEval)")
-    p.add_argument("--num-contexts", type=int, default=8, help="context ids (8 SentiHood, 5 SemEval)")
+    p.add_argument("--num-labels", type=int, default=len(D.LABELS["sentihood"]),
+                   help="classifier outputs ({})".format(", ".join(f"{len(D.LABELS[d])} {d}" for d in D.DATASETS)))
+    p.add_argument("--num-contexts", type=int, default=D.num_contexts("sentihood"),
+                   help="context ids ({})".format(", ".join(f"{D.num_contexts(d)} {d}" for d in D.DATASETS)))
     p.add_argument("--num-aspects", type=int, default=None,
-                   help="aspects per target (man-bert has one head each; default 4 with 8 contexts, else "
-                   "the number of contexts)")
+                   help="aspects per target (man-bert has one head each; default: that of the dataset with "
+                   "this many contexts, else the number of contexts)")
     p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                    help="override model fields, e.g. quasi=false quasi_proj=per_head init_std=0.02")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -52,6 +55,14 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
+def _aspects_per_target(num_contexts: int) -> int:
+    """The aspects per target of the dataset with ``num_contexts`` context ids (SentiHood 8 -> 4);
+    ``num_contexts`` itself for any other number (one target)."""
+    from absa_lib import data as D
+
+    return next((D.group_size(d) for d in D.DATASETS if D.num_contexts(d) == num_contexts), num_contexts)
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -63,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         parameter_breakdown,
     )
 
-    aspects = args.num_aspects or (4 if args.num_contexts == 8 else args.num_contexts)
+    aspects = args.num_aspects or _aspects_per_target(args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
                           num_contexts=args.num_contexts, preset=args.preset, num_aspects=aspects,
                           **parse_overrides(args.set))
