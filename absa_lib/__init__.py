@@ -3,28 +3,28 @@ Aspect-Based Sentiment Analysis" (CG-BERT and QACG-BERT).
 
 The public API::
 
-    from absa_lib import TrainConfig, train, load_run, predict, evaluate, build_model, load_examples
+    from absa_lib import TrainConfig, train, load_run, predict_text, evaluate, build_model, load_examples
     run = train(TrainConfig(dataset="sentihood", model="qacg-bert", backbone="minilm", epochs=3))
     run.selected("dev_best")["test"]                       # test metrics at the dev-best epoch
-    predict(run, "LOCATION1 is lovely but pricey")         # label + probabilities per target × aspect
+    predict_text(run, "LOCATION1 is lovely but pricey")    # label + probabilities per target × aspect
     evaluate("sentihood", "test", "my_predictions.csv")    # the paper's metrics of a prediction file
 
 (The modules behind them: :mod:`absa_lib.training`, :mod:`absa_lib.config`, :mod:`absa_lib.runs`,
-:mod:`absa_lib.predict`, :mod:`absa_lib.predictions`.)
+:mod:`absa_lib.apply`, :mod:`absa_lib.predictions`.)
 """
 
 __version__ = "0.1.0"
 
+from absa_lib.apply import predict_text  # noqa: E402
 from absa_lib.config import TrainConfig  # noqa: E402
 from absa_lib.data import load_examples  # noqa: E402
 from absa_lib.errors import AbsaError  # noqa: E402
 from absa_lib.inputs import build_inputs  # noqa: E402
 from absa_lib.metrics import compute_metrics  # noqa: E402
 from absa_lib.models import build_model, load_tokenizer  # noqa: E402
-from absa_lib.predict import predict  # noqa: E402  (the function; the module stays importable)
 from absa_lib.predictions import evaluate_file as evaluate  # noqa: E402
 from absa_lib.runs import Run, find_runs, load_run  # noqa: E402
 from absa_lib.training import train  # noqa: E402
 
 __all__ = ["AbsaError", "TrainConfig", "Run", "__version__", "build_inputs", "build_model", "compute_metrics",
-           "evaluate", "find_runs", "load_examples", "load_run", "load_tokenizer", "predict", "train"]
+           "evaluate", "find_runs", "load_examples", "load_run", "load_tokenizer", "predict_text", "train"]

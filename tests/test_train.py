@@ -161,9 +161,9 @@ def test_predict_bad_text_is_a_clear_error(first_run, capsys, text, extra, needl
 
 
 def test_predict_can_truncate_and_says_so(first_run):
-    from absa_lib.predict import predict
+    from absa_lib.apply import predict_text
 
-    out = predict(first_run.path, "LOCATION1 " + "very " * 80 + "nice", truncate=True)
+    out = predict_text(first_run.path, "LOCATION1 " + "very " * 80 + "nice", truncate=True)
     assert out["truncated"] is True and len(out["predictions"]) == 4
 
 

@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.predict import predict
+    from absa_lib.apply import predict_text
 
-    print(json.dumps(predict(args.run, args.text, targets=args.targets, truncate=args.truncate), indent=2))
+    print(json.dumps(predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate), indent=2))
     return 0

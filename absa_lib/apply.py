@@ -1,5 +1,5 @@
-"""Apply a trained run to new text: one prediction per target × aspect (SentiHood) or per aspect
-category (SemEval), with the probabilities of every label.
+"""Apply a trained run to new text (``absa predict``): :func:`predict_text` gives one prediction per
+target × aspect (SentiHood) or per aspect category (SemEval), with the probabilities of every label.
 
 SentiHood models were trained on text whose location names are masked as ``LOCATION1`` /
 ``LOCATION2``; new text must use the same masks, and the targets are the masks it contains.
@@ -17,6 +17,7 @@ from absa_lib.runs import Run, load_run
 
 
 def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
+    """The text as examples of ``dataset``, one per (target,) aspect, after checking it and ``targets``."""
     text = text.strip()
     try:
         text.encode("utf-8")
@@ -47,7 +48,7 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             for t in (targets or found) for a in D.ASPECTS[dataset]]
 
 
-def predict(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
+def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
             truncate: bool = False, model=None, tokenizer=None) -> dict:
     """Predict every (target,) aspect of ``text`` with the dev-best model of ``run``.
 
