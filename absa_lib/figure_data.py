@@ -15,7 +15,7 @@ The example sentences of Figures 3 and 5 are chosen in notebook 05.
   query rows i of Â, A_self and λ_A ⊙ A_quasi, one value per key token j.
 * Notebook 06 (:func:`attention_comparison`): where each attention system looks on one sentence.
 * Notebooks 02/03 (:func:`component_table`): shape and range of every attention component;
-  training curves (:func:`curves_from_runs`) from run records.
+  training curves (:func:`training_curve`, :func:`curves_from_runs`) from run records.
 """
 
 from __future__ import annotations
@@ -235,13 +235,17 @@ def component_table(components: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def training_curve(metrics: dict, dataset: str, label: str, loss: bool = False) -> dict:
+    """One run's curve for :func:`absa_lib.plots.training_curves` from its ``metrics.json`` record:
+    the selection metric on dev and test per epoch (and the mean train loss with ``loss``)."""
+    metric, rows = metrics["selection_metric"], metrics["epochs"]
+    curve = {"dataset": dataset, "label": label, "metric": metric, "epochs": [r["epoch"] for r in rows],
+             "dev": [r["dev"][metric] for r in rows], "test": [r["test"][metric] for r in rows]}
+    if loss:
+        curve["train_loss"] = [r["train_loss"] for r in rows]
+    return curve
+
+
 def curves_from_runs(runs: list, label_of) -> list[dict]:
-    """Per-run curves for :func:`training_curves` from run records (``label_of(run) -> str``)."""
-    out = []
-    for run in runs:
-        metric = run.metrics["selection_metric"]
-        rows = run.metrics["epochs"]
-        out.append({"dataset": run.config["dataset"], "label": label_of(run), "metric": metric,
-                    "epochs": [r["epoch"] for r in rows], "dev": [r["dev"][metric] for r in rows],
-                    "test": [r["test"][metric] for r in rows]})
-    return out
+    """Per-run curves for :func:`absa_lib.plots.training_curves` from run records (``label_of(run) -> str``)."""
+    return [training_curve(run.metrics, run.config["dataset"], label_of(run)) for run in runs]

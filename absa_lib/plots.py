@@ -39,11 +39,12 @@ FIG4_PANELS = (
 
 
 def save_figure(fig, figures_dir: str | Path, stem: str, formats: tuple[str, ...] = ("png", "pdf"),
-                dpi: int = 150) -> list[Path]:
+                dpi: int = 150, close: bool = False) -> list[Path]:
     """Save ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` with no timestamps or software versions.
 
     PNG metadata ``{"Software": None}``, PDF ``{"Creator": None, "Producer": None,
-    "CreationDate": None}`` (pytest-mpl's recipe): the same figure gives the same bytes.
+    "CreationDate": None}`` (pytest-mpl's recipe): the same figure gives the same bytes. ``close``:
+    release the figure afterwards (when nothing will show it, e.g. a run's ``curve.png``).
     """
     meta = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None},
             "svg": {"Date": None, "Creator": None}}
@@ -54,6 +55,8 @@ def save_figure(fig, figures_dir: str | Path, stem: str, formats: tuple[str, ...
         path = Path(figures_dir) / f"{stem}.{fmt}"
         atomic_write_bytes(path, buf.getvalue())
         paths.append(path)
+    if close:
+        plt.close(fig)
     return paths
 
 
@@ -190,16 +193,26 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
 # training curves and ablations
 
 
-def training_curves(curves: list[dict], metric_names: dict[str, str] | None = None) -> Figure:
-    """Dev (dashed) and test (solid) selection metric per epoch, one panel per dataset.
+def training_curves(curves: list[dict], metric_names: dict[str, str] | None = None,
+                    loss: bool = False) -> Figure:
+    """Dev (dashed) and test (solid) selection metric per epoch, one panel per dataset; with ``loss``
+    a last panel with the mean train loss per epoch (one run's ``curve.png``).
 
     Args:
         curves: each ``{"dataset", "label", "epochs": [int], "dev": [float], "test": [float],
-            "metric": str}`` (fractions).
+            "metric": str}`` (fractions), and ``"train_loss": [float]`` for ``loss``
+            (:func:`absa_lib.figure_data.training_curve`).
     """
     datasets = list(dict.fromkeys(c["dataset"] for c in curves)) or ["(no runs)"]
-    fig, axes = _new((5.0 * len(datasets), 3.4), 1, len(datasets))
+    panels = len(datasets) + int(loss)
+    fig, axes = _new((5.0 * panels, 3.4), 1, panels)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if loss:
+        ax = axes[0][-1]
+        for i, c in enumerate(curves):
+            ax.plot(c["epochs"], c["train_loss"], color=colors[i % len(colors)], marker="o", ms=3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="epoch", ylabel="train loss", title="mean train loss per epoch")
     for ax, dataset in zip(axes[0], datasets):
         mine = [c for c in curves if c["dataset"] == dataset]
         labels = list(dict.fromkeys(c["label"] for c in mine))

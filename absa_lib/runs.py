@@ -9,7 +9,7 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
                            "complete": true only once training has finished
     env.json               Python, torch, transformers, device, OS, git commit and dirty flag
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
-    curve.png              the training curve
+    curve.png              the training curve (absa_lib.plots.training_curves)
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
                                  verified before use; not for git
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import atomic_write_bytes, read_json
+from absa_lib.fileio import read_json
 
 
 def config_hash(identity: dict) -> str:
@@ -192,28 +192,3 @@ def marked_complete(metrics: Path) -> bool:
     record = read_json(metrics)
     return isinstance(record, dict) and bool(record.get("complete"))
 
-
-def save_training_curve(path: Path, metrics: dict) -> None:
-    """Train loss and the selection metric on dev and test per epoch, as a PNG (atomic)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows, name = metrics["epochs"], metrics["selection_metric"]
-    epochs = [r["epoch"] for r in rows]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3))
-    ax1.plot(epochs, [r["train_loss"] for r in rows], marker="o")
-    ax1.set(xlabel="epoch", ylabel="train loss")
-    for split in ("dev", "test"):
-        ax2.plot(epochs, [r[split][name] for r in rows], marker="o", label=split)
-    ax2.axvline(metrics["selection"]["dev_best"]["epoch"], color="grey", ls=":", label="dev-best")
-    ax2.set(xlabel="epoch", ylabel=name)
-    ax2.legend()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())

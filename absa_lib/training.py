@@ -41,7 +41,7 @@ from absa_lib.models.attention import NEW_MODULES
 from absa_lib.models.per_context import build_per_context
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
-from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete, save_training_curve
+from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete
 
 # Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
 # for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
@@ -285,11 +285,19 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
 def _finish(s: _Session) -> Run:
     """The training curve, then the metrics marked complete (last: a crash before leaves it resumable)."""
     metrics = _metrics_record(s.state["epochs"], s.sel_metric, complete=True)
-    save_training_curve(s.path / "curve.png", metrics)
+    _save_curve(s.path, s.config, metrics)
     atomic_write_json(s.path / "metrics.json", metrics)
     run = load_run(s.path)
     run.cached = False
     return run
+
+
+def _save_curve(path: Path, config: TrainConfig, metrics: dict) -> None:
+    """``curve.png``: the run's selection metric on dev and test, and its train loss, per epoch."""
+    from absa_lib import figure_data, plots
+
+    curve = figure_data.training_curve(metrics, config.dataset, f"{config.model} ({config.aux})", loss=True)
+    plots.save_figure(plots.training_curves([curve], loss=True), path, "curve", formats=("png",), close=True)
 
 
 def _fresh_run_folder(path: Path, force: bool) -> None:

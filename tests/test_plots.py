@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from absa_lib import plots
-from absa_lib.figure_data import HIST_RANGES, histogram_counts, merge_histograms
+from absa_lib.figure_data import HIST_RANGES, histogram_counts, merge_histograms, training_curve
 
 
 def _fig():
@@ -96,6 +96,20 @@ def test_label_distribution_curves_and_ablation_bars():
     assert [round(p.get_width(), 1) for p in fig.axes[0].patches] == [70.0, 0.0]
     plt.close(fig)
 
+
+
+def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
+    metrics = {"selection_metric": "aspect_f1",
+               "epochs": [{"epoch": e, "train_loss": loss, "dev": {"aspect_f1": dev}, "test": {"aspect_f1": test}}
+                          for e, loss, dev, test in ((1, 0.9, 0.5, 0.4), (2, 0.6, 0.6, 0.7))]}
+    curve = training_curve(metrics, "semeval", "qacg-bert (NLI-M)", loss=True)
+    assert curve["epochs"] == [1, 2] and curve["dev"] == [0.5, 0.6] and curve["train_loss"] == [0.9, 0.6]
+    assert "train_loss" not in training_curve(metrics, "semeval", "x")
+    fig = plots.training_curves([curve], loss=True)
+    metric_ax, loss_ax = fig.axes[:2]
+    assert [line.get_ydata().tolist() for line in metric_ax.lines] == [pytest.approx([40, 70]), pytest.approx([50, 60])]
+    assert loss_ax.lines[0].get_ydata().tolist() == [0.9, 0.6]
+    plt.close(fig)
 
 def test_figure_data_does_not_import_matplotlib():
     import subprocess
