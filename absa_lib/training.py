@@ -4,7 +4,7 @@ Defaults are the paper's (§4.2 of the paper): AdamW, lr 2e-5, batch 24, 25 epoc
 linear warm-up over the first 10% of steps then linear decay to 0, weight decay 0.01 except biases
 and LayerNorm, max length 128, global gradient-norm clipping at 1.0. Differences from the official
 BERTAdam (per-tensor clipping, no bias correction, the 1.0→0.9 jump after warm-up) are deliberate:
-this is the standard optimizer the paper's text describes.
+this is the standard optimizer the paper's text describes (:mod:`absa_lib.optim`).
 
 Model selection: after every epoch the model is evaluated on dev *and* test. The dev-best epoch
 (SentiHood: aspect strict accuracy; SemEval: aspect F1) is the default protocol. The test-best
@@ -37,16 +37,11 @@ from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import SELECTION_METRIC, compute_metrics
 from absa_lib.models import build_model, joint, load_tokenizer
-from absa_lib.models.attention import NEW_MODULES
 from absa_lib.models.per_context import build_per_context
+from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
 from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete
-
-# Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
-# for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
-HEAD_PREFIXES = ("classifier", "bert.pooler", "context_embeddings")
-
 
 # ----------------------------------------------------------------------------------------------
 # data
@@ -103,43 +98,6 @@ def epoch_batches(config: TrainConfig, encoded: list[Encoded], epoch: int) -> li
     if config.group_by_length:
         return length_grouped(order, [len(e.input_ids) for e in encoded], config.batch_size, g)
     return sequential(order, config.batch_size)
-
-
-def _optimizer(model, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW; weight decay except on biases and LayerNorm. Base rates: ``config.lr``, or the model's
-    own ``head_lr`` for the new layers of ATAE, MAN and OA; × ``head_lr_mult`` for the head."""
-    head_lr = getattr(model, "head_lr", None)
-    groups = {}
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            decay = not (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name)
-            lr = head_lr if head_lr and not name.startswith("bert.") else config.lr
-            lr *= config.head_lr_mult if _is_head(name) else 1.0
-            group = groups.setdefault((decay, lr), {"params": [], "base_lr": lr,
-                                                    "weight_decay": config.weight_decay if decay else 0.0})
-            group["params"].append(p)
-    try:      # the fused kernel: one pass over all tensors (~5x faster than for-each on a CPU)
-        return torch.optim.AdamW(list(groups.values()), lr=config.lr, eps=config.adam_eps, fused=True)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(list(groups.values()), lr=config.lr, eps=config.adam_eps)
-
-
-def _is_head(name: str) -> bool:
-    """The classifier, pooler and context layers (bert-single: of each of its ``models.<k>.``)."""
-
-    if name.startswith("models."):
-        name = name.split(".", 2)[-1]
-    leaf = name.split(".attention.self.")[-1].split(".")[0]
-    return name.startswith(HEAD_PREFIXES) or (".attention.self." in name and leaf in NEW_MODULES)
-
-
-def lr_factor(step: int, total: int, warmup: float, schedule: str = "linear") -> float:
-    """Linear warm-up to 1 over ``warmup·total`` steps, then linear decay to 0 at ``total``
-    (``linear``, the paper's) or 1 until the end (``constant``)."""
-    w = max(1, int(round(warmup * total)))
-    if step < w:
-        return (step + 1) / w
-    return 1.0 if schedule == "constant" else max(0.0, (total - step) / max(1, total - w))
 
 
 class _Progress:
@@ -215,7 +173,7 @@ def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Sessio
                   num_labels=variant_num_labels(config.dataset, config.aux),
                   num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
                   **config.model_overrides).to(device)
-    optimizer = _optimizer(model, config, device)
+    optimizer = build_optimizer(model, config)
     identity = run_identity(config)
     record = {**config.to_dict(), "run_id": config_hash(identity),
               **{k: v for k, v in identity.items() if k != "config"},

@@ -10,7 +10,7 @@ import torch
 
 from absa_lib import config as run_config
 from absa_lib import device as DV
-from absa_lib import inference, runs, training
+from absa_lib import inference, optim, runs, training
 from absa_lib.errors import AbsaError
 from absa_lib.features import Encoded, by_length, length_grouped, sequential
 
@@ -154,7 +154,7 @@ def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
 
     model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8)
     config = small(head_lr_mult=10.0)
-    opt = training._optimizer(model, config, torch.device("cpu"))
+    opt = optim.build_optimizer(model, config)
     mult = {id(p): g["base_lr"] / config.lr for g in opt.param_groups for p in g["params"]}
     names = dict(model.named_parameters())
     assert mult[id(names["classifier.weight"])] == pytest.approx(10.0)
@@ -167,7 +167,7 @@ def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
 
 
 def test_constant_schedule_holds_after_warmup():
-    f = [training.lr_factor(s, 100, 0.1, "constant") for s in range(100)]
+    f = [optim.lr_factor(s, 100, 0.1, "constant") for s in range(100)]
     assert f[9] == 1.0 and f[-1] == 1.0 and f[0] == pytest.approx(0.1)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from absa_lib import config as run_config
-from absa_lib import features, inference, runs, training
+from absa_lib import features, inference, optim, runs, training
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
 from absa_lib.runs import load_run
@@ -92,7 +92,7 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
 
 
 def test_lr_schedule_warms_up_then_decays_to_zero():
-    f = [training.lr_factor(s, 100, 0.1) for s in range(100)]
+    f = [optim.lr_factor(s, 100, 0.1) for s in range(100)]
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
     assert f[10] == pytest.approx(1.0) and f[55] == pytest.approx(0.5) and f[-1] == pytest.approx(1 / 90)
     assert all(a >= b for a, b in zip(f[9:], f[10:]))

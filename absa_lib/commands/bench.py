@@ -106,17 +106,6 @@ def _infer(model, batch, device, precision) -> float:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _adamw(model):
-    """AdamW as in training; the fused kernel (one pass over all tensors, ~5x faster than the
-    for-each one on CPU) where this torch build has it."""
-    import torch
-
-    try:
-        return torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01, fused=True)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
-
-
 def _summarise(reps: list[list[tuple[float, float]]], n_ex: int, n_tok: int) -> dict:
     """reps[repeat][batch] = (wall, cpu) seconds -> throughput from the fastest repeat of each batch."""
     fastest = [min(per_batch) for per_batch in zip(*reps)]
@@ -187,6 +176,7 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
     from absa_lib import data as D
     from absa_lib.inputs import variant_num_labels
     from absa_lib.models import build_model
+    from absa_lib.optim import adamw
 
     models = {}
     for name in args.model:
@@ -194,7 +184,7 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
                             num_labels=variant_num_labels(args.dataset, args.aux),
                             num_contexts=D.num_contexts(args.dataset),
                             num_aspects=D.group_size(args.dataset)).to(device)
-        opt = _adamw(model)
+        opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
         for label, (precision, _) in settings.items():
             for batch in data[label][0]:
                 _train_step(model, opt, batch, device, precision)
