@@ -44,7 +44,7 @@ class Spec:
 
 def table_specs(dataset: str, models: tuple[str, ...]) -> list[Spec]:
     """The runs behind the paper-table rows that ``models`` reproduce (main grid)."""
-    from absa_lib.tables import paper_rows
+    from absa_lib.paper_numbers import paper_rows
 
     return [Spec(r.name, r.model, r.aux) for r in paper_rows(dataset, models)]
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from absa_lib.tables import METRICS, aggregate_metrics, format_cell, run_ids
+from absa_lib.paper_numbers import METRICS
+from absa_lib.tables import aggregate_metrics, format_cell, run_ids
 
 
 @dataclass

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from absa_lib import paper_numbers, variant_tables
 from absa_lib import tables as T
-from absa_lib import variant_tables
 from absa_lib.metrics import METRIC_KEYS
 from absa_lib.runs import Run
 
@@ -42,8 +42,8 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
 
 
 def test_paper_numbers_are_exactly_the_published_ones():
-    t1 = {r.name: r for r in T.PAPER_TABLES["sentihood"]}
-    t2 = {r.name: r for r in T.PAPER_TABLES["semeval"]}
+    t1 = {r.name: r for r in paper_numbers.PAPER_TABLES["sentihood"]}
+    t2 = {r.name: r for r in paper_numbers.PAPER_TABLES["semeval"]}
     assert list(t1) == ROWS_T1 and list(t2) == ROWS_T2
     assert t1["QACG-BERT (auxiliary sentences)"].values["aspect_strict_acc"] == (80.9, 0.3)
     assert t1["LR (Saeidi et al. 2016)"].values == {"aspect_macro_f1": (39.3, None), "aspect_auc": (92.4, None),
@@ -61,8 +61,8 @@ def test_paper_numbers_are_exactly_the_published_ones():
         assert round(2 * p * r / (p + r), 2) == pytest.approx(v["aspect_f1"][0], abs=0.011)
     # every row has one value per column at most, and only the known columns
     for dataset in ("sentihood", "semeval"):
-        keys = {k for k, _, _ in T.METRICS[dataset]}
-        for row in T.PAPER_TABLES[dataset]:
+        keys = {k for k, _, _ in paper_numbers.METRICS[dataset]}
+        for row in paper_numbers.PAPER_TABLES[dataset]:
             assert set(row.values) <= keys
 
 
@@ -85,7 +85,7 @@ def test_sentihood_table_has_every_row_and_the_right_mean_and_sd():
         assert set(ours.n_seeds) == {3}
     ours = df[(df.source == "ours") & (df.selection == "dev_best")]
     # hand-computed: mean(70, 74, 81) = 75, sample sd = sqrt((25 + 1 + 36) / 2) = sqrt(31)
-    for key, _, _ in T.METRICS["sentihood"]:
+    for key, _, _ in paper_numbers.METRICS["sentihood"]:
         assert ours[key].tolist() == pytest.approx([75.0] * 6)
         assert ours[f"{key}_sd"].tolist() == pytest.approx([math.sqrt(31)] * 6)
     test_best = df[(df.source == "ours") & (df.selection == "test_best")]
@@ -130,7 +130,7 @@ def test_markdown_and_files(tmp_path):
     md = T.to_markdown(df, "semeval")
     for name in ROWS_T2:
         assert md.count(f"| {name} |") == 2            # one line per protocol block
-    for _, title, _ in T.METRICS["semeval"]:
+    for _, title, _ in paper_numbers.METRICS["semeval"]:
         assert f" {title} |" in md
     assert "dev-best" in md and "test-best" in md and "optimistic" in md
     assert "| CG-BERT (auxiliary sentences) | ours | minilm | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
