@@ -26,6 +26,7 @@ import csv
 import io
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -114,8 +115,14 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
     """
     path = Path(path)
     dataset = _dataset_of(examples)
-    index = {_key(e): i for i, e in enumerate(examples)}
-    label_cols, key_cols = LABEL_COLUMNS[dataset], KEY_COLUMNS[dataset]
+    header, rows = _read_rows(path, dataset)
+    probs, seen, unknown, bad_gold = _align(path, dataset, examples, header, rows)
+    _check_alignment(path, dataset, examples, seen, unknown, bad_gold)
+    return probs
+
+
+def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[list[str]]]:
+    """The file's header (checked: every key and label column, no duplicates) and its data rows."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -128,19 +135,26 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
     if not header:
         raise AbsaError(f"{path}: empty file; expected the header {','.join(COLUMNS[dataset])}")
     header = [h.strip() for h in header]
-    missing = [c for c in (*key_cols, *label_cols) if c not in header]
+    missing = [c for c in (*KEY_COLUMNS[dataset], *LABEL_COLUMNS[dataset]) if c not in header]
     if missing:
         raise AbsaError(f"{path}: missing column(s) {','.join(missing)}; a {dataset} prediction file has "
                         f"the header {','.join(COLUMNS[dataset])}")
     if len(set(header)) != len(header):
         raise AbsaError(f"{path}: duplicate column names in the header {','.join(header)}")
+    return header, reader
+
+
+def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator[list[str]]):
+    """Each row's probabilities at its example's index (NaN where no row came); the line of each key
+    seen, the rows whose key matches no example, and the rows whose gold label disagrees."""
+    index = {_key(e): i for i, e in enumerate(examples)}
+    label_cols, key_cols = LABEL_COLUMNS[dataset], KEY_COLUMNS[dataset]
     col = {name: j for j, name in enumerate(header)}
     gold_col = col.get("gold")
-
     probs = np.full((len(examples), len(label_cols)), np.nan)
     seen: dict[tuple[str, ...], int] = {}
     unknown, bad_gold = [], []
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(rows, start=2):
         if not row:                                                # tolerate blank lines
             continue
         if len(row) != len(header):
@@ -158,12 +172,17 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
         if gold_col is not None and row[gold_col] != examples[i].label:
             bad_gold.append((line, key, row[gold_col], examples[i].label))
         probs[i] = [_parse_prob(path, line, c, row[col[c]]) for c in label_cols]
+    return probs, seen, unknown, bad_gold
+
+
+def _check_alignment(path: Path, dataset: str, examples, seen: dict, unknown: list, bad_gold: list) -> None:
+    """Refuse rows that match no example, examples without a row, and gold labels that disagree."""
     split = examples[0].split
     if unknown:
         line, key = unknown[0]
         raise AbsaError(f"{path}: {len(unknown)} row(s) match no {dataset} {split} example (first: line "
                         f"{line}, {_show(dataset, key)}); is the file for this dataset and split?")
-    absent = [k for k in index if k not in seen]
+    absent = [_key(e) for e in examples if _key(e) not in seen]
     if absent:
         raise AbsaError(f"{path}: {len(absent)} of {len(examples)} {dataset} {split} examples have no row "
                         f"(first: {_show(dataset, absent[0])}); write one row per example")
@@ -172,7 +191,6 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
         raise AbsaError(f"{path}: {len(bad_gold)} row(s) have a gold label that disagrees with the dataset "
                         f"(first: line {line}, {_show(dataset, key)}: {found!r}, dataset says {expected!r}); "
                         "the file was made from different data; regenerate it from these examples")
-    return probs
 
 
 def evaluate_file(dataset: str, split: str, predictions: str | os.PathLike,
