@@ -130,17 +130,20 @@ def _ours(dataset: str, protocol: str, group: list) -> dict:
     return ours
 
 
+def trivial_values(dataset: str, metrics: dict[str, float]) -> dict[str, float]:
+    """One trivial predictor's metrics (from :func:`trivial_baselines`) as table cells: ``<m>`` in %,
+    ``<m>_sd`` NaN (a constant predictor has no seeds). Every table with trivial rows uses them."""
+    values = {}
+    for key, _, _ in METRICS[dataset]:
+        values[key], values[f"{key}_sd"] = 100.0 * metrics.get(key, math.nan), math.nan
+    return values
+
+
 def _trivial_rows(dataset: str, trivial: dict[str, dict]) -> list[dict]:
     """Rows of the trivial predictors (:func:`trivial_baselines`), in %."""
-    rows = []
-    for name, metrics in trivial.items():
-        values = {}
-        for key, _, _ in METRICS[dataset]:
-            value = metrics.get(key, math.nan)
-            values[key], values[f"{key}_sd"] = 100.0 * value, math.nan
-        rows.append({"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
-                     "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "", **values})
-    return rows
+    return [{"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
+             "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "",
+             **trivial_values(dataset, metrics)} for name, metrics in trivial.items()]
 
 
 def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,

@@ -6,6 +6,10 @@ systems of notebook 06, each a mean ± sd (%) over seeds of the paper's test met
   two references at the test-best epoch (the official code's selection on the test set).
 * :func:`comparison_table`: every spec of notebook 06 at the dev-best epoch with the test-best
   epoch beside it.
+
+Both end with the trivial predictors (all-None, majority polarity) when given
+(:func:`absa_lib.tables.trivial_baselines`), in the row format of Tables 1-2: ``source`` is
+``trivial`` (our rows: ``ours``), values in %, no sd.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from absa_lib.paper_numbers import METRICS
-from absa_lib.tables import aggregate_metrics, format_cell, run_ids
+from absa_lib.tables import TRIVIAL, aggregate_metrics, format_cell, run_ids, trivial_values
+
+OURS = "ours"
+TRIVIAL_CHANGE = "constant predictor scored on the test set (the floor of each metric)"
 
 
 @dataclass
@@ -40,17 +47,20 @@ def ablation_variants(grid: dict, dataset: str, specs: list) -> list[Variant]:
     return out
 
 
-def ablation_table(dataset: str, variants: list[Variant]) -> pd.DataFrame:
-    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric."""
+def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric, then one row per
+    trivial predictor (``trivial``: :func:`absa_lib.tables.trivial_baselines` of ``dataset``)."""
     records = []
     for v in variants:
         per_run = [r.selected(v.protocol)["test"] for r in v.runs]
         agg = aggregate_metrics(dataset, per_run)
         rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(v.runs),
-               "run_ids": " ".join(r.run_id for r in v.runs)}
+               "run_ids": run_ids(v.runs), "source": OURS}
         for key, (mean, sd) in agg.items():
             rec[key], rec[f"{key}_sd"] = mean, sd
         records.append(rec)
+    records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, "run_ids": "",
+                 "source": TRIVIAL, **trivial_values(dataset, metrics)} for name, metrics in (trivial or {}).items()]
     return pd.DataFrame.from_records(records)
 
 
@@ -60,32 +70,42 @@ def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
     header = ["Variant", "Change", "Selection", "Seeds"] + [t for _, t, _ in metrics]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in df.to_dict("records"):
-        cells = [rec["variant"], rec["change"], rec["selection"], str(rec["n_seeds"])]
-        cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] else "–" for k, _, d in metrics]
+        trivial = rec["source"] == TRIVIAL
+        cells = [rec["variant"], rec["change"]] + (["–", "–"] if trivial else [rec["selection"], str(rec["n_seeds"])])
+        cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] or trivial else "–"
+                  for k, _, d in metrics]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def comparison_table(dataset: str, grid: dict, specs: list) -> pd.DataFrame:
+def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
     """Tidy table: ``label``, ``model``, ``aux``, ``objective``, ``change``, ``n_seeds``, ``backbone``,
-    ``run_ids`` and per metric ``<m>``, ``<m>_sd`` (dev-best) and ``<m>_test_best``, ``<m>_test_best_sd``."""
+    ``run_ids``, ``source`` and per metric ``<m>``, ``<m>_sd`` (dev-best) and ``<m>_test_best``,
+    ``<m>_test_best_sd``; then one row per trivial predictor (``trivial``:
+    :func:`absa_lib.tables.trivial_baselines` of ``dataset``), the same under both selections."""
     records = []
     for spec in specs:
         runs = grid.get((dataset, spec.label), [])
         rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
                "change": spec.change, "n_seeds": len(runs),
                "backbone": " ".join(sorted({str(r.config.get("backbone")) for r in runs})),
-               "run_ids": run_ids(runs)}
+               "run_ids": run_ids(runs), "source": OURS}
         for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
             agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])
             for key, (mean, sd) in agg.items():
                 rec[key + suffix], rec[f"{key}{suffix}_sd"] = mean, sd
         records.append(rec)
+    for name, metrics in (trivial or {}).items():
+        values = trivial_values(dataset, metrics)
+        records.append({"label": name, "model": "", "aux": "", "objective": "", "change": TRIVIAL_CHANGE,
+                        "n_seeds": 0, "backbone": "", "run_ids": "", "source": TRIVIAL,
+                        **{f"{key}{suffix}{sd}": values[key + sd] for key, _, _ in METRICS[dataset]
+                           for suffix in ("", "_test_best") for sd in ("", "_sd")}})
     return pd.DataFrame.from_records(records)
 
 
 def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
-    """Cells ``dev-best mean ± sd [test-best mean ± sd]`` in % ('–': no run)."""
+    """Cells ``dev-best mean ± sd [test-best mean ± sd]`` in % ('–': no run); trivial rows: the value."""
     metrics = METRICS[dataset]
     header = ["Model", "Input", "Objective", "Seeds"] + [t for _, t, _ in metrics]
     lines = [f"# {title}", "",
@@ -93,6 +113,10 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
               "test-best epoch (the official code's selection on the test set, optimistic)."), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in df.to_dict("records"):
+        if rec["source"] == TRIVIAL:
+            cells = [rec["label"], "–", "–", "–"] + [format_cell(rec[k], rec[f"{k}_sd"], d) for k, _, d in metrics]
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
         cells = [rec["label"], "sentence + auxiliary" if rec["aux"] != "none" else "sentence + context id",
                  rec["objective"], str(rec["n_seeds"])]
         for key, _, dec in metrics:
@@ -102,4 +126,6 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
             dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
             cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
         lines.append("| " + " | ".join(cells) + " |")
+    if (df["source"] == TRIVIAL).any():
+        lines += ["", f"_`(trivial)` rows: {TRIVIAL_CHANGE}; no epoch is selected._"]
     return "\n".join(lines) + "\n"

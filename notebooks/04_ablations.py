@@ -125,21 +125,24 @@ grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seed
 #
 # Test-set metrics (%), mean ± sd over `ablation_seeds`, at the dev-best epoch unless the
 # selection column says `test_best`. Differences smaller than the seed-to-seed sd are not
-# evidence of an effect; the `smoke` profile's numbers mean nothing (tiny random model).
+# evidence of an effect; the `smoke` profile's numbers mean nothing (tiny random model). The last
+# rows are the trivial predictors of Tables 1–2 (all-None, majority polarity), the floor of each
+# metric on the same test set; the plot shows the variants only.
 
 # %%
 from absa_lib import plots, tables, variant_tables
 from absa_lib.metrics import SELECTION_METRIC
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
-df = variant_tables.ablation_table(ablation_dataset, variants)
+trivial = tables.trivial_baselines(ablation_dataset, notebook.data_dir)       # the floor, as in Tables 1-2
+df = variant_tables.ablation_table(ablation_dataset, variants, trivial)
 md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {ablation_dataset} (test set, %)")
 notebook.outputs += tables.write_table(df, md, notebook.dirs.results, "ablations")
 show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
-fig = plots.ablation_bars(df, metric, f"{ablation_dataset}: {metric}, test set")
+fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set")
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 runs = grid.flatten(grid_runs)
 if allow_training:

@@ -209,12 +209,13 @@ show_source(joint.updated_weights)
 #
 # The BERT-pair, CG-BERT and QACG-BERT runs are those of notebooks 02–03 (fetched from the run
 # cache). Cells: test metrics (%), mean ± sd over `seeds` at the dev-best epoch, and in brackets
-# at the test-best epoch.
+# at the test-best epoch. The last rows are the trivial predictors of Tables 1–2 (all-None,
+# majority polarity), the floor of each metric on the same test set.
 
 # %%
 import pandas as pd
 
-from absa_lib import grid, tables, variant_tables
+from absa_lib import grid, paper_numbers, tables, variant_tables
 from absa_lib.session import show_markdown
 
 grids, runs = {}, []
@@ -222,8 +223,8 @@ for ds in datasets:
     specs = grid.other_attention_specs(ds)
     grids[ds] = grid.run_grid(specs, [ds], seeds, notebook.train_base, notebook.dirs.runs, allow_training,
                               force_retrain, notebook.data_dir)
-    df = variant_tables.comparison_table(ds, grids[ds], specs)
-    md = variant_tables.comparison_markdown(df, ds, f"{tables.TITLES[ds]}: other attention systems")
+    df = variant_tables.comparison_table(ds, grids[ds], specs, tables.trivial_baselines(ds, notebook.data_dir))
+    md = variant_tables.comparison_markdown(df, ds, f"{paper_numbers.TITLES[ds]}: other attention systems")
     notebook.outputs += tables.write_table(df, md, notebook.dirs.results, f"other_attention_{ds}")
     show_markdown(md)
     runs += grid.flatten(grids[ds])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from absa_lib import paper_numbers, variant_tables
+from absa_lib import grid, paper_numbers, variant_tables
 from absa_lib import tables as T
 from absa_lib.metrics import METRIC_KEYS
 from absa_lib.runs import Run
@@ -155,6 +156,47 @@ def test_ablation_table_means():
     md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
     assert "| λ_A = 0 | quasi off | dev_best | 1 | 50.0 |" in md
 
+
+
+def test_variant_tables_end_with_the_trivial_rows():
+    base = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.6)]
+    trivial = {"All-None (trivial)": {k: 0.25 for k in METRIC_KEYS["sentihood"]},
+               "Majority polarity: Positive (trivial)": {k: 0.5 for k in METRIC_KEYS["sentihood"]}}
+    df = variant_tables.ablation_table("sentihood", [variant_tables.Variant("QACG-BERT", "none", base)], trivial)
+    assert df.variant.tolist() == ["QACG-BERT", *trivial] and df.source.tolist() == ["ours", "trivial", "trivial"]
+    assert df.aspect_strict_acc.tolist() == pytest.approx([60.0, 25.0, 50.0])
+    assert df.aspect_strict_acc_sd.iloc[1:].isna().all() and (df.n_seeds.iloc[1:] == 0).all()
+    md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
+    assert "| All-None (trivial) |" in md and "| 25.0 | 25.0 |" in md and "| 50.0 | 50.0 |" in md
+    specs = [grid.Spec("QACG-BERT", "qacg-bert", "NLI-M")]
+    cmp = variant_tables.comparison_table("sentihood", {("sentihood", "QACG-BERT"): base}, specs, trivial)
+    assert cmp.label.tolist() == ["QACG-BERT", *trivial] and cmp.source.tolist() == ["ours", "trivial", "trivial"]
+    assert cmp.aspect_auc.tolist() == pytest.approx([60.0, 25.0, 50.0])
+    assert cmp.aspect_auc_test_best.tolist() == pytest.approx([90.0, 25.0, 50.0])   # no selection for constants
+    md = variant_tables.comparison_markdown(cmp, "sentihood", "Other attention")
+    assert "| All-None (trivial) | – | – | – | 25.0 | 25.0 |" in md and "60.0 [90.0]" in md
+
+
+def test_trivial_rows_of_the_variant_tables_are_the_constant_predictors(real_data_dir):
+    """All-None and majority-polarity rows, checked against values computed here from the labels."""
+    from absa_lib import data
+
+    gold = [e.label for e in data.load_examples("sentihood", "test", real_data_dir)]
+    groups = [gold[i:i + 4] for i in range(0, len(gold), 4)]
+    train = Counter(e.label for e in data.load_examples("sentihood", "train", real_data_dir) if e.label != "None")
+    majority = train.most_common(1)[0][0]
+    present = [g for g in gold if g != "None"]
+    trivial = T.trivial_baselines("sentihood", real_data_dir)
+    specs = [grid.Spec("QACG-BERT", "qacg-bert", "NLI-M")]
+    for df, name_col in ((variant_tables.ablation_table("sentihood", [], trivial), "variant"),
+                         (variant_tables.comparison_table("sentihood", {}, specs, trivial), "label")):
+        rows = df[df.source == "trivial"].set_index(name_col)
+        none, major = rows.loc["All-None (trivial)"], rows.loc[f"Majority polarity: {majority} (trivial)"]
+        assert none.aspect_strict_acc == pytest.approx(100 * sum(g == ["None"] * 4 for g in groups) / len(groups))
+        assert major.aspect_strict_acc == pytest.approx(100 * sum(g == [majority] * 4 for g in groups) / len(groups))
+        assert none.aspect_macro_f1 == 0.0 and none.aspect_auc == pytest.approx(50.0)
+        # with P(Positive) = P(Negative) = 0 the sentiment rule says Positive (docs: p_neg = 0.5)
+        assert none.sentiment_acc == pytest.approx(100 * present.count("Positive") / len(present))
 
 def test_unknown_protocol_is_a_clear_error():
     from absa_lib.errors import AbsaError
