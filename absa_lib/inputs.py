@@ -1,5 +1,5 @@
 """What the model reads: the sentence as the published NLI_M files write it, and the auxiliary
-sentences of Sun et al. (2019) for each input variant (docs/paper_notes.md §1.2).
+sentences of Sun et al. (2019) for each input variant (docs/paper_notes.md §1.3).
 
 Input variants (``--aux``): ``none`` and ``single`` give the sentence alone (the context reaches
 CG/QACG-BERT only through its id; BERT-single reads one classifier per context); the M variants

@@ -1,4 +1,4 @@
-"""The optimizer and learning-rate schedule of training (docs/paper_notes.md §4).
+"""The optimizer and learning-rate schedule of training (docs/paper_notes.md §4.2).
 
 AdamW with weight decay except on biases and LayerNorm; learning rate ``lr`` for the pretrained
 encoder and ``lr × head_lr_mult`` for the head (classifier, pooler and context layers); linear
