@@ -5,7 +5,7 @@
 
 A training step is forward + cross-entropy + backward + AdamW step (the fused kernel where
 available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
-random (seeded) from the split, encoded with ``absa_lib.features.encode`` and padded to the
+random (seeded) from the split, encoded with ``absa_lib.features.encode_examples`` and padded to the
 longest sequence in the batch (dynamic padding, as in training); every model sees the same
 batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
 batches) and the one asked for (``--precision``, ``--group-by-length``). With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
