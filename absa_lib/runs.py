@@ -114,8 +114,8 @@ class Run:
         """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking the
         checkpoint's checksums and that its own config is this run's model (labels, contexts, backbone)."""
         from absa_lib.checkpoint import verify_checksums
-        from absa_lib.models.absa_model import read_saved_config
-        from absa_lib.models.per_context import load_model
+        from absa_lib.models.model_config import read_saved_config
+        from absa_lib.models.pretrained import AbsaPreTrainedModel
 
         ckpt = self.path / "checkpoints" / which
         if not (ckpt / "config.json").is_file():
@@ -129,7 +129,7 @@ class Run:
             if got != expected:
                 raise AbsaError(f"{ckpt / 'config.json'}: {key} is {got!r}, but the run's config.json says "
                                 f"{expected!r}: the checkpoint is not this run's model; {fix}")
-        return load_model(ckpt)
+        return AbsaPreTrainedModel.from_pretrained(ckpt)
 
     def checkpoint_fields(self) -> dict:
         """What a checkpoint's config.json must say for this run: model, labels, contexts, backbone."""

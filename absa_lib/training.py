@@ -279,7 +279,7 @@ def _resume(last: Path, model, optimizer) -> dict | None:
     try:
         state = load_trainer_state(last, optimizer)
         if state is not None:
-            model.load_state_dict(load_file(last / "model.safetensors"), strict=True)
+            model.load_checked(load_file(last / "model.safetensors"), str(last / "model.safetensors"))
     except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
         raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {fix}") from None
     return state

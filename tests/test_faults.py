@@ -197,12 +197,30 @@ def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage,
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"num_models": 0}', '{"models": 8}'])
 def test_an_invalid_per_context_file_is_one_error(tmp_path, content):
-    from absa_lib.models.per_context import MARKER, build_per_context, load_model
+    """Checkpoints written before AbsaConfig said "K bert-single classifiers" in per_context.json."""
+    from absa_lib.models import AbsaModel
+    from absa_lib.models.model_config import PER_CONTEXT_MARKER
+    from absa_lib.models.per_context import build_per_context
 
     build_per_context(backbone="tiny", num_labels=3, num_contexts=2).save_pretrained(tmp_path)
-    (tmp_path / MARKER).write_text(content)
-    with pytest.raises(AbsaError, match=f"{MARKER}: .*retrain"):
-        load_model(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    del config["per_context_models"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / PER_CONTEXT_MARKER).write_text(content)
+    with pytest.raises(AbsaError, match=f"{PER_CONTEXT_MARKER}.*retrain"):
+        AbsaModel.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("value", [0, -1, "8", True])
+def test_an_invalid_classifier_count_is_one_error(tmp_path, value):
+    from absa_lib.models import AbsaModel
+    from absa_lib.models.per_context import build_per_context
+
+    build_per_context(backbone="tiny", num_labels=3, num_contexts=2).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "per_context_models": value}))
+    with pytest.raises(AbsaError, match=f"config.json: per_context_models must be a positive integer, got {value!r}"):
+        AbsaModel.from_pretrained(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------- 4.-6. the numbers

@@ -173,10 +173,10 @@ def test_predict_on_a_missing_run(tmp_path, capsys):
 
 
 def test_bert_single_keeps_one_classifier_per_context(tmp_path):
-    from absa_lib.models.per_context import PerContextModel, load_model
+    from absa_lib.models import AbsaModel, PerContextModel
 
     run = training.train(small(model="bert-single", aux="single", epochs=1), runs_dir=tmp_path, progress=False)
-    model = load_model(run.path / "checkpoints" / "best")
+    model = AbsaModel.from_pretrained(run.path / "checkpoints" / "best")
     assert isinstance(model, PerContextModel) and len(model.models) == 8
     # each classifier only ever sees its own context: changing model 0 leaves context-1 outputs alone
     import torch

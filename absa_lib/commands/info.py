@@ -66,13 +66,8 @@ def _aspects_per_target(num_contexts: int) -> int:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from absa_lib.models.absa_model import (
-        MODEL_FIELDS,
-        count_parameters,
-        model_class,
-        model_config,
-        parameter_breakdown,
-    )
+    from absa_lib.models.absa_model import count_parameters, model_class, parameter_breakdown
+    from absa_lib.models.model_config import MODEL_FIELDS, model_config
 
     aspects = args.num_aspects or _aspects_per_target(args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,

@@ -11,7 +11,7 @@ add a context embedding table (one row per context id, §3.6) and swap every lay
 :class:`~absa_lib.models.attention.QACGBertSelfAttention`; they work with or without the auxiliary
 sentence. Padded keys are masked with the official additive −10000 mask (docs/paper_notes.md §2.2).
 
-Presets (:data:`PRESETS`; any field can be overridden by name in :func:`build_model`):
+Presets (:data:`~absa_lib.models.model_config.PRESETS`; any field can be overridden by name in :func:`build_model`):
 
 ======================  ===================  ==========================  =============================
 field                   ``paper``            ``official`` (repo HEAD)    meaning
@@ -51,101 +51,19 @@ Parameter counts with bert-base (3 labels, 8 contexts): BERT-pair 109,484,547; C
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 from torch import nn
-from transformers import BertConfig, BertModel
+from transformers import BertModel
 
-from absa_lib.errors import AbsaError, one_line
+from absa_lib.errors import AbsaError
 from absa_lib.models import backbones, joint
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention
+from absa_lib.models.model_config import AbsaConfig, model_config
+from absa_lib.models.pretrained import AbsaPreTrainedModel
 
-MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert", "atae-lstm", "ae-lstm", "at-lstm", "man-bert",
-          "oa-bert")    # the last five: absa_lib.models.alstm, .man, .orthogonal (docs/other_attention.md)
-PRESETS = ("paper", "official")
 ATTENTION = {"cg-bert": CGBertSelfAttention, "qacg-bert": QACGBertSelfAttention}
-FIELDS = {  # field: (paper, official, allowed values or type)
-    "gate_activation": ("tanh", "sigmoid", ("tanh", "sigmoid")),
-    "quasi_proj": ("shared", "per_head", ("shared", "per_head")),
-    "context_dropout": (False, True, bool),
-    "lambda_bias": (False, None, bool),        # None: True for qacg-bert, False for cg-bert
-    "init_std": (1e-3, 0.02, float),
-    "lambda_init_std": (1e-3, 0.01, float),
-    "quasi": (True, True, bool),
-    "context_residual": (True, True, bool),
-    "pooling": ("cls", "cls", ("cls", "mean")),
-}
-OTHER_FIELDS = {  # the other attention systems' fields (one default for both presets; see their modules)
-    "head_lr": (None, None, float),            # None: the model's own (ATAE 1e-3, MAN and OA 1e-4)
-    "joint_tau": (0.5, 0.5, float),            # presence threshold of the joint objective
-    "alstm_hidden": (300, 300, int),
-    "alstm_aspect_dim": (300, 300, int),
-    "alstm_score": ("paper", "paper", ("paper", "joint")),
-    "alstm_vectors": ("", "", str),            # a GloVe text file; "": the backbone's input embeddings
-    "man_lambda": (0.5, 0.5, float),
-    "man_ortho": ("eq9", "eq9", ("eq9", "eq9_split", "none", "code_literal")),
-    "man_query": ("mean", "mean", ("mean", "input_emb")),
-    "man_target": ("embedding", "embedding", ("embedding", "none")),
-    "man_rank": (0, 0, int),                   # 0: full-rank W_α, W_β; r > 0: W = P Qᵀ of rank r
-    "oa_variant": ("emb", "emb", ("emb", "em")),
-    "oa_layers": (2, 2, int),
-    "oa_block": ("standard", "standard", ("standard", "paper_literal")),
-    "oa_mask_context": (True, True, bool),     # False: PyTorchNLP's unmasked dot attention in OA-EMB
-    "oa_pool": ("cls", "cls", ("cls", "masked_mean")),
-}
-HEAD_LR = {"atae-lstm": 1e-3, "ae-lstm": 1e-3, "at-lstm": 1e-3, "man-bert": 1e-4, "oa-bert": 1e-4}
-_ALSTM = ("alstm_hidden", "alstm_aspect_dim", "alstm_vectors", "head_lr")
-MODEL_FIELDS = {  # the fields each model reads
-    "bert-single": ("pooling",),
-    "bert-pair": ("pooling",),
-    "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual", "pooling"),
-    "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "init_std", "lambda_init_std", "quasi",
-                  "context_residual", "pooling"),
-    "atae-lstm": _ALSTM + ("alstm_score",),
-    "ae-lstm": _ALSTM,
-    "at-lstm": _ALSTM + ("alstm_score",),
-    "man-bert": ("man_lambda", "man_ortho", "man_query", "man_target", "man_rank", "head_lr"),
-    "oa-bert": ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool", "head_lr"),
-}
-for _name in MODELS[1:]:                      # every model but bert-single can take the joint objective
-    MODEL_FIELDS[_name] = MODEL_FIELDS.get(_name, ()) + ("joint_tau",)
-
-
-def preset_fields(name: str, preset: str, **overrides) -> dict:
-    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
-    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
-    if preset not in PRESETS:
-        raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
-    fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
-    if fields["lambda_bias"] is None:
-        fields["lambda_bias"] = name == "qacg-bert"
-    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in MODEL_FIELDS.get(name, ()) and k != "joint_tau"})
-    if "head_lr" in fields:
-        fields["head_lr"] = HEAD_LR[name]
-    known = {**FIELDS, **OTHER_FIELDS}
-    for key, value in overrides.items():
-        if key not in known:
-            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(known)}")
-        if key not in MODEL_FIELDS.get(name, ()):
-            raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
-                            f"{', '.join(MODEL_FIELDS.get(name, ())) or 'no model fields'}")
-        allowed = known[key][2]
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-        ok = value in allowed if isinstance(allowed, tuple) else (
-            isinstance(value, bool) if allowed is bool else isinstance(value, str) if allowed is str else
-            number and value == int(value) if allowed is int else number)
-        if not ok:
-            raise AbsaError(f"model override {key}={value!r} is invalid; expected "
-                            f"{' or '.join(allowed) if isinstance(allowed, tuple) else allowed.__name__}")
-        fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
-    if not 0 < fields.get("joint_tau", 0.5) < 1:
-        raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
-    return fields
 
 
 @dataclass
@@ -163,17 +81,16 @@ class AbsaOutput:
     attentions: dict[str, torch.Tensor] | None = None
 
 
-class AbsaModel(nn.Module):
+class AbsaModel(AbsaPreTrainedModel):
     """BERT + (optionally) context-guided attention + the pooler/dropout/linear head.
 
     Args:
-        config: a ``BertConfig`` carrying ``absa_model``, ``num_labels``, ``num_contexts`` and the
-            context fields of :data:`FIELDS`; they travel with :meth:`save_pretrained`.
+        config: an :class:`~absa_lib.models.model_config.AbsaConfig` carrying ``absa_model``,
+            ``num_labels``, ``num_contexts`` and the model fields; it travels with ``save_pretrained``.
     """
 
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.config = config
+    def __init__(self, config: AbsaConfig) -> None:
+        super().__init__(config)
         self.name = config.absa_model
         self.uses_context = self.name in ATTENTION
         config._attn_implementation = "eager" if self.uses_context else "sdpa"
@@ -189,6 +106,7 @@ class AbsaModel(nn.Module):
         self.classifier = nn.Linear(d, config.num_labels)
         joint.add_task_weights(self)
         self._init_new_weights()
+        self.post_init()                 # transformers' bookkeeping; draws nothing (see init_weights)
 
     @torch.no_grad()
     def _init_new_weights(self) -> None:
@@ -207,7 +125,7 @@ class AbsaModel(nn.Module):
                     nn.init.zeros_(module.bias)
 
     @classmethod
-    def from_backbone(cls, config: BertConfig, backbone: str) -> AbsaModel:
+    def from_backbone(cls, config: AbsaConfig, backbone: str) -> AbsaModel:
         """The model of ``config`` with the backbone's pretrained weights (key-checked; none for the
         random backbones)."""
         model = cls(config)
@@ -247,44 +165,6 @@ class AbsaModel(nn.Module):
         logits, loss = joint.head(self, logits, labels)                            # cross-entropy or joint
         return AbsaOutput(logits=logits, loss=loss, components=components)
 
-    def save_pretrained(self, directory: str | os.PathLike) -> None:
-        """Write ``config.json`` and ``model.safetensors`` to ``directory`` (each atomically)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        config = self.config.to_json_string(use_diff=False)
-        for name, write in (("model.safetensors", lambda p: save_file(state, p, metadata={"format": "pt"})),
-                            ("config.json", lambda p: Path(p).write_text(config))):
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
-            os.close(fd)
-            try:
-                write(tmp)
-                os.replace(tmp, directory / name)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-
-    @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike) -> AbsaModel:
-        """Load a model written by :meth:`save_pretrained` (strict: every key must match)."""
-        directory = Path(directory)
-        config = read_saved_config(directory)
-        model = model_class(config.absa_model)(config)
-        weights = directory / "model.safetensors"
-        model.load_checked(backbones.read_safetensors(weights, DAMAGED), str(weights))
-        return model.eval()
-
-    def load_checked(self, state: dict[str, torch.Tensor], source: str) -> None:
-        """load_state_dict(strict) with an AbsaError naming mismatched keys."""
-        own = self.state_dict()
-        shared = set(own) & set(state)
-        bad = sorted(set(own) ^ set(state)) + sorted(k for k in shared if own[k].shape != state[k].shape)
-        if bad:
-            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-            raise AbsaError(f"{source}: keys or shapes do not match the {self.name} model: "
-                            f"{', '.join(bad[:5])}{more}")
-        self.load_state_dict(state, strict=True)
-
     def load_official_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Load a state_dict of the official ``CGBertForSequenceClassification`` or
         ``QACGBertForSequenceClassification`` (frankaging/Quasi-Attention-ABSA; ``official`` preset
@@ -309,52 +189,6 @@ class AbsaModel(nn.Module):
         if table is not None and self.uses_context and table.shape[0] > self.config.num_contexts:
             mapped["context_embeddings.weight"] = table[:self.config.num_contexts]
         self.load_checked(mapped, "official state_dict")
-
-
-DAMAGED = "the checkpoint is damaged: retrain with `absa train ... --force`"
-
-
-def read_saved_config(directory: Path) -> BertConfig:
-    """The config.json of a model written by ``save_pretrained``, as a BertConfig with valid absa fields."""
-    path = Path(directory) / "config.json"
-    if not path.is_file() or not (Path(directory) / "model.safetensors").is_file():
-        raise AbsaError(f"{directory}: expected config.json and model.safetensors written by "
-                        "AbsaModel.save_pretrained")
-    try:
-        config = BertConfig.from_pretrained(directory)
-    except (OSError, ValueError, TypeError) as err:
-        raise AbsaError(f"{path}: not a valid model config ({one_line(err)}); {DAMAGED}") from None
-    if getattr(config, "absa_model", None) not in MODELS:
-        raise AbsaError(f"{path}: absa_model is missing or not one of "
-                        f"{', '.join(MODELS)}; not a model saved by absa_lib")
-    for key in ("num_labels", "num_contexts", "hidden_size", "num_attention_heads"):
-        value = getattr(config, key, None)
-        if not isinstance(value, int) or value < 1:
-            raise AbsaError(f"{path}: {key} must be a positive integer, got {value!r}; {DAMAGED}")
-    return config
-
-
-def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int,
-                 preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
-                 none_label: int | None = None, **overrides) -> BertConfig:
-    """The backbone's ``BertConfig`` with the model fields set (see :func:`build_model`)."""
-    if name not in MODELS:
-        raise AbsaError(f"model {name!r} is not one of {', '.join(MODELS)}")
-    if num_labels < 1 or num_contexts < 1:
-        raise AbsaError(f"num_labels and num_contexts must be positive, got {num_labels} and {num_contexts}")
-    num_aspects = num_aspects or num_contexts
-    if num_contexts % num_aspects:
-        raise AbsaError(f"num_contexts={num_contexts} is not a multiple of num_aspects={num_aspects}")
-    if objective not in joint.OBJECTIVES:
-        raise AbsaError(f"objective={objective!r} is not one of {', '.join(joint.OBJECTIVES)}")
-    config = backbones.backbone_config(backbone)
-    fields = preset_fields(name, preset, **overrides)
-    for key, value in {**fields, "absa_model": name, "absa_preset": preset, "absa_backbone": str(backbone),
-                       "num_labels": num_labels, "num_contexts": num_contexts, "num_aspects": num_aspects,
-                       "absa_objective": objective, "joint_tau": fields.get("joint_tau", OTHER_FIELDS["joint_tau"][0]),
-                       "none_label": num_labels - 1 if none_label is None else none_label}.items():
-        setattr(config, key, value)
-    return config
 
 
 def model_class(name: str) -> type[AbsaModel]:
@@ -386,7 +220,7 @@ def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
             c = num_aspects · t + a. MAN-BERT has one head per aspect, OA-BERT embeds t and a.
         objective: ``single`` (one C-way head), ``joint`` or ``joint-dwa`` (:mod:`absa_lib.models.joint`).
         none_label: index of the "none" class (joint objective; default the last class).
-        **overrides: any field of :data:`FIELDS`, e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
+        **overrides: any field of :data:`~absa_lib.models.model_config.FIELDS`, e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
 
     Returns:
         The model, in train mode. New layers are initialised as the preset says.

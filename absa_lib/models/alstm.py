@@ -34,12 +34,12 @@ from pathlib import Path
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-from transformers import BertConfig
 
 from absa_lib.errors import AbsaError
 from absa_lib.models import backbones, joint
 from absa_lib.models.absa_model import AbsaOutput
 from absa_lib.models.encoders import OtherModel, masked_mean, masked_softmax, second_segment
+from absa_lib.models.model_config import AbsaConfig
 
 VARIANTS = {"atae-lstm": (True, True), "ae-lstm": (True, False), "at-lstm": (False, True)}  # (input, attention)
 INIT = 0.01
@@ -52,7 +52,7 @@ class ALSTMModel(OtherModel):
               "aspect_proj": "aspect projection (mode P)", "lstm": "LSTM", "attention": "attention W_h, W_v, w",
               "final": "final W_p, W_x", "classifier": "classifier"}
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: AbsaConfig) -> None:
         super().__init__(config)
         self.aspect_in_input, self.attends = VARIANTS[config.absa_model]
         d_w = getattr(config, "alstm_word_dim", None) or config.hidden_size
@@ -77,9 +77,10 @@ class ALSTMModel(OtherModel):
                 if not name.startswith("word_embeddings"):
                     nn.init.uniform_(p, -INIT, INIT)
             nn.init.normal_(self.word_embeddings.weight, std=config.initializer_range)
+        self.post_init()
 
     @classmethod
-    def from_backbone(cls, config: BertConfig, backbone: str) -> ALSTMModel:
+    def from_backbone(cls, config: AbsaConfig, backbone: str) -> ALSTMModel:
         """Word vectors from a GloVe file (``alstm_vectors``) or the backbone's embedding table."""
         if config.alstm_vectors:
             table = glove_table(Path(config.alstm_vectors), backbones.load_tokenizer(backbone).get_vocab(),

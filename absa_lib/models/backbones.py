@@ -200,6 +200,25 @@ def _hf_name(key: str) -> str:
     return key
 
 
+def bad_keys(expected: dict[str, torch.Tensor], given: dict[str, torch.Tensor]) -> dict[str, list[str]]:
+    """Keys of ``given`` that do not fit ``expected``: ``{"missing from": [...], "unexpected in": [...],
+    "of the wrong shape in": [...]}`` (sorted)."""
+    return {"missing from": sorted(set(expected) - set(given)),
+            "unexpected in": sorted(set(given) - set(expected)),
+            "of the wrong shape in": sorted(k for k in set(given) & set(expected)
+                                            if tuple(given[k].shape) != tuple(expected[k].shape))}
+
+
+def check_keys(bad: dict[str, list[str]], source: str, what: str) -> None:
+    """The one key check of this package: raise an AbsaError naming up to five of the keys in ``bad``
+    (as :func:`bad_keys` returns them, or as transformers' loader reports them); ``what`` says what
+    the weights should have been."""
+    for kind, keys in bad.items():
+        if keys:
+            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+            raise AbsaError(f"{source}: keys {kind} the weights: {', '.join(keys[:5])}{more}; expected {what}")
+
+
 def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str], skip: tuple[str, ...] = ()) -> None:
     """Load pretrained BERT weights into ``bert`` and check that every backbone key matched.
 
@@ -220,12 +239,5 @@ def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str],
             continue                             # pretraining heads, position_ids buffer, skipped parts
         state[_hf_name(key)] = value
     expected = {k: v for k, v in bert.state_dict().items() if k not in new_keys}
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    shapes = sorted(k for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
-    for what, keys in (("missing from", missing), ("unexpected in", unexpected), ("wrong shape in", shapes)):
-        if keys:
-            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
-            raise AbsaError(f"{path}: backbone keys {what} the checkpoint: {', '.join(keys[:5])}{more}; "
-                            "expected the weights of a Hugging Face BertModel with the same config")
+    check_keys(bad_keys(expected, state), str(path), "the weights of a Hugging Face BertModel with the same config")
     bert.load_state_dict(state, strict=False)

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel
+from transformers import BertModel
 
 from absa_lib.models import backbones, joint
 from absa_lib.models.absa_model import AbsaModel
+from absa_lib.models.model_config import AbsaConfig
+from absa_lib.models.pretrained import AbsaPreTrainedModel
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -43,7 +45,7 @@ def second_segment(token_type_ids: torch.Tensor | None, attention_mask: torch.Te
     return token_type_ids.bool() & attention_mask.bool()
 
 
-def split_context(config: BertConfig, context_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def split_context(config: AbsaConfig, context_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(target t, aspect a) of each context id c = num_aspects · t + a."""
     return context_ids // config.num_aspects, context_ids % config.num_aspects
 
@@ -51,16 +53,16 @@ def split_context(config: BertConfig, context_ids: torch.Tensor) -> tuple[torch.
 class OtherModel(AbsaModel):
     """Base of the other attention systems: AbsaModel's saving, loading and objective, not its BERT head.
 
-    Subclasses build their layers after ``super().__init__`` and call :meth:`init_new_layers`.
+    Subclasses build their layers after ``super().__init__``, call :meth:`init_new_layers`, and end
+    with ``self.post_init()``.
     ``head_lr`` is the learning rate of every parameter outside ``bert.`` (the training loop's
     optimizer reads it); ``GROUPS`` names the top-level modules for ``absa info``.
     """
 
     GROUPS: dict[str, str] = {}
 
-    def __init__(self, config: BertConfig) -> None:
-        nn.Module.__init__(self)
-        self.config = config
+    def __init__(self, config: AbsaConfig) -> None:
+        AbsaPreTrainedModel.__init__(self, config)      # not AbsaModel's: no BERT head here
         self.name = config.absa_model
         self.uses_context = False          # no CG/QACG components (analysis.extract_components)
         self.head_lr = config.head_lr
@@ -91,13 +93,13 @@ class EncoderModel(OtherModel):
     one encoder pass (and, in training, one dropout mask), as a per-sentence model would.
     """
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: AbsaConfig) -> None:
         super().__init__(config)
         config._attn_implementation = "sdpa"
         self.bert = BertModel(config, add_pooling_layer=False)
 
     @classmethod
-    def from_backbone(cls, config: BertConfig, backbone: str) -> EncoderModel:
+    def from_backbone(cls, config: AbsaConfig, backbone: str) -> EncoderModel:
         model = cls(config)
         path: Path | None = backbones.backbone_dir(backbone)
         if path is not None:

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import BertConfig
 
 from absa_lib.errors import AbsaError
 from absa_lib.models import joint
 from absa_lib.models.absa_model import AbsaOutput
 from absa_lib.models.encoders import EncoderModel, masked_mean, masked_softmax, split_context
+from absa_lib.models.model_config import AbsaConfig
 
 
 class Bilinear(nn.Module):
@@ -113,7 +113,7 @@ class MANBertModel(EncoderModel):
               "target_embeddings": "target embeddings e_T", "query_proj": "query projection (input_emb)",
               "heads": "aspect heads W_o", "heads_bias": "aspect heads W_o"}
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: AbsaConfig) -> None:
         super().__init__(config)
         d, k, std = config.hidden_size, config.num_aspects, config.initializer_range
         self.w_alpha = Bilinear(k, d, config.man_rank)
@@ -127,6 +127,7 @@ class MANBertModel(EncoderModel):
         self.heads_bias = nn.Parameter(torch.zeros(k, config.num_labels))
         self.init_new_layers([m for m in (getattr(self, "target_embeddings", None),
                                           getattr(self, "query_proj", None)) if m is not None], std)
+        self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,

@@ -52,6 +52,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.models import joint
 from absa_lib.models.absa_model import AbsaOutput
 from absa_lib.models.encoders import EncoderModel, masked_mean, masked_softmax, second_segment, split_context
+from absa_lib.models.model_config import AbsaConfig
 
 
 class OrthogonalAttention(nn.Module):
@@ -134,7 +135,7 @@ class OABertModel(EncoderModel):
               "aspect_embeddings": "target/aspect embeddings (mode S)", "blocks": "OA blocks",
               "classifier": "classifier"}
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: AbsaConfig) -> None:
         super().__init__(config)
         if config.oa_layers < 1:
             raise AbsaError(f"oa_layers must be at least 1, got {config.oa_layers}")
@@ -146,6 +147,7 @@ class OABertModel(EncoderModel):
         self.classifier = nn.Linear(d, config.num_labels)
         self.init_new_layers([self.target_embeddings, self.aspect_embeddings, self.blocks, self.classifier],
                              config.initializer_range)
+        self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,

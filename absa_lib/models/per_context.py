@@ -11,28 +11,35 @@ absent from a batch (its gradients are None).
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+import copy
 
 import torch
-from safetensors.torch import save_file
 from torch import nn
 
-from absa_lib.errors import AbsaError, one_line
-from absa_lib.models import backbones
-from absa_lib.models.absa_model import DAMAGED, AbsaModel, AbsaOutput, build_model, read_saved_config
+from absa_lib.errors import AbsaError
+from absa_lib.models.absa_model import AbsaModel, AbsaOutput, build_model
+from absa_lib.models.model_config import AbsaConfig
+from absa_lib.models.pretrained import AbsaPreTrainedModel
 
-MARKER = "per_context.json"
 
+class PerContextModel(AbsaPreTrainedModel):
+    """K :class:`AbsaModel` sentence classifiers, routed by ``context_ids``.
 
-class PerContextModel(nn.Module):
-    """K :class:`AbsaModel` sentence classifiers, routed by ``context_ids``."""
+    Its config is the classifiers' with ``per_context_models = K``, which is how
+    ``from_pretrained`` tells a saved set from a single model.
+    """
 
-    def __init__(self, models: list[AbsaModel]) -> None:
-        super().__init__()
-        self.models = nn.ModuleList(models)
-        self.config = models[0].config
+    def __init__(self, config: AbsaConfig, models: list[AbsaModel] | None = None) -> None:
+        config = copy.deepcopy(config)
+        k = getattr(config, "per_context_models", None) or len(models or ())
+        if k < 1:
+            raise AbsaError("a bert-single set needs at least one classifier")
+        config.per_context_models = k
+        super().__init__(config)
+        inner = copy.deepcopy(config)
+        del inner.per_context_models
+        self.models = nn.ModuleList(models if models is not None else [AbsaModel(inner) for _ in range(k)])
+        self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
@@ -50,42 +57,9 @@ class PerContextModel(nn.Module):
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss)
 
-    def save_pretrained(self, directory: str | os.PathLike) -> None:
-        """``config.json`` (shared), ``model.safetensors`` (all K) and a ``per_context.json`` marker."""
-        directory = Path(directory)
-        self.models[0].save_pretrained(directory)       # config.json (+ a model file replaced below)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        save_file(state, directory / "model.safetensors", metadata={"format": "pt"})
-        (directory / MARKER).write_text(json.dumps({"num_models": len(self.models)}))
-
-    @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike) -> PerContextModel:
-        directory = Path(directory)
-        try:
-            k = json.loads((directory / MARKER).read_text())["num_models"]
-        except (OSError, ValueError, TypeError, KeyError) as err:
-            raise AbsaError(f"{directory / MARKER}: cannot be read ({one_line(err)}); {DAMAGED}") from None
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise AbsaError(f"{directory / MARKER}: expected {{\"num_models\": K}} with K >= 1, got {k!r}; {DAMAGED}")
-        config = read_saved_config(directory)
-        model = cls([AbsaModel(config) for _ in range(k)])
-        state = backbones.read_safetensors(directory / "model.safetensors", DAMAGED)
-        missing, unexpected = set(model.state_dict()) - set(state), set(state) - set(model.state_dict())
-        if missing or unexpected:
-            raise AbsaError(f"{directory / 'model.safetensors'}: keys do not match a {k}-model bert-single "
-                            f"({len(missing)} missing, {len(unexpected)} unexpected)")
-        model.load_state_dict(state, strict=True)
-        return model.eval()
-
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
     """``num_contexts`` independently initialised ``bert-single`` classifiers on ``backbone``."""
-    return PerContextModel([build_model("bert-single", backbone=backbone, num_labels=num_labels,
-                                        num_contexts=num_contexts, **kwargs) for _ in range(num_contexts)])
-
-
-def load_model(directory: str | os.PathLike) -> AbsaModel | PerContextModel:
-    """Load any saved absa_lib model (a single model or a bert-single set)."""
-    if (Path(directory) / MARKER).is_file():
-        return PerContextModel.from_pretrained(directory)
-    return AbsaModel.from_pretrained(directory)
+    models = [build_model("bert-single", backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
+                          **kwargs) for _ in range(num_contexts)]
+    return PerContextModel(models[0].config, models)
