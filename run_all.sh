@@ -8,6 +8,8 @@
 #   bash run_all.sh paper      # bert-base-uncased, full data, 5 seeds (CUDA + the hub or a local copy)
 #   bash run_all.sh render     # no training: rebuild tables and figures from results/reference/
 #   bash run_all.sh cpu -p seeds '[42, 43]'    # change notebook parameters (names are checked)
+#   ABSA_PYTHON=python3 bash run_all.sh gpu    # use this interpreter as it is (no venv, no install);
+#                                              # without papermill the notebooks' paired scripts run
 #
 # A training profile first trains its whole grid of runs with the grid runner (`absa grid`: a
 # queue on the CPU, several runs at once per GPU; finished runs are skipped, interrupted ones
@@ -26,7 +28,14 @@ if [ $# -ge 1 ] && [[ "$1" != -* ]]; then
   fi
 fi
 
-source "$ROOT/scripts/ensure_venv.sh" test      # sets $PY and puts the venv first on PATH
+if [ -n "${ABSA_PYTHON:-}" ]; then        # an interpreter that has the dependencies already: no venv, no install
+  PY="$ABSA_PYTHON"; export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+else
+  source "$ROOT/scripts/ensure_venv.sh" test    # sets $PY and puts the venv first on PATH
+fi
+# notebooks run with papermill; without it (or with ABSA_NOTEBOOKS=scripts) their paired scripts run
+# with the same parameters (python -m absa_lib.notebook_script), e.g. on a machine without Jupyter
+NOTEBOOKS="${ABSA_NOTEBOOKS:-$("$PY" -c "import papermill" 2>/dev/null && echo papermill || echo scripts)}"
 
 if [ -z "$PROFILE" ]; then
   if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
@@ -72,18 +81,20 @@ if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['
     exit 1
   fi
 fi
+if [ "$NOTEBOOKS" = scripts ]; then
+  run_notebook() { "$PY" -m absa_lib.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }
+else
+  run_notebook() { papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" -f "$PARAMS" \
+      --log-output --no-progress-bar --start-timeout 120 --stdout-file "$OUT/$1.log" --stderr-file "$OUT/$1.log.err"; }
+fi
 for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do
   name="$(basename "$nb" .ipynb)"
-  log="$OUT/$name.log"
   echo "[run_all] $(date +%H:%M:%S) $name ($PROFILE)" >&2
   t0=$(date +%s)
-  if ! papermill "$nb" "$OUT/$name.ipynb" -k python3 --cwd "$ROOT/notebooks" \
-        -f "$PARAMS" \
-        --log-output --no-progress-bar --start-timeout 120 \
-        --stdout-file "$log" --stderr-file "$log.err"; then
+  if ! run_notebook "$name"; then
     echo "[run_all] FAILED: notebook notebooks/$name.ipynb (profile $PROFILE)" >&2
-    echo "[run_all]   executed copy with the error: $OUT/$name.ipynb" >&2
-    echo "[run_all]   its output: $log and $log.err" >&2
+    [ "$NOTEBOOKS" = scripts ] || echo "[run_all]   executed copy with the error: $OUT/$name.ipynb" >&2
+    echo "[run_all]   its output: $OUT/$name.log and $OUT/$name.log.err" >&2
     exit 1
   fi
   echo "[run_all]   done in $(( $(date +%s) - t0 ))s" >&2

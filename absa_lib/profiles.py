@@ -3,7 +3,7 @@
 Each notebook declares, in its cell tagged ``parameters``, only the parameters it uses; a profile
 holds the union, so one file serves every notebook (papermill passes a notebook the names it does
 not declare, and they go unused). The notebooks are the one list of parameter names:
-:func:`notebook_parameters` reads them with papermill.
+:func:`notebook_parameters` reads them from the paired scripts.
 
     python -m absa_lib.profiles params/cpu.yaml OUT.yaml [-p NAME VALUE ...]
 
@@ -15,6 +15,7 @@ Values are read as YAML: ``3``, ``true``, ``[42, 43]``, ``'{"group_by_length": t
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -32,17 +33,33 @@ def params_dir() -> Path | None:
     return root / "params" if root is not None and (root / "params").is_dir() else None
 
 
-def notebook_parameters() -> dict[str, list[str]]:
-    """``{parameter name: [notebooks that declare it]}`` over ``notebooks/NN_*.ipynb``."""
-    import papermill
+PARAMETERS_CELL = '# %% tags=["parameters"]'     # how jupytext writes the cell tagged "parameters"
 
+
+def declared_parameters(lines: list[str], script: Path) -> tuple[int, set[str]]:
+    """In a notebook's jupytext script (``lines``): (index of the line after the parameters cell,
+    the names that cell assigns)."""
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == PARAMETERS_CELL]
+    if len(starts) != 1:
+        raise AbsaError(f"{script}: expected one cell marked {PARAMETERS_CELL!r}, found {len(starts)}")
+    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
+    names = set()
+    for node in ast.parse("".join(lines[starts[0]:end])).body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return end, names
+
+
+def notebook_parameters() -> dict[str, list[str]]:
+    """``{parameter name: [notebooks that declare it]}`` over the notebooks' paired scripts
+    ``notebooks/NN_*.py`` (a test keeps them in sync with the ``.ipynb`` files)."""
     root = repo_root()
-    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")) if root is not None else []
-    if not notebooks:
+    scripts = sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []
+    if not scripts:
         raise AbsaError("no notebooks/ folder (not running from a checkout): the parameter names are unknown")
     names: dict[str, list[str]] = {}
-    for path in notebooks:
-        for name in papermill.inspect_notebook(str(path)):
+    for path in scripts:
+        for name in sorted(declared_parameters(path.read_text(encoding="utf-8").splitlines(keepends=True), path)[1]):
             names.setdefault(name, []).append(path.stem)
     return names
 

