@@ -19,7 +19,7 @@ from pathlib import Path
 from absa_lib import __version__
 from absa_lib import data as D
 from absa_lib.device import PRECISIONS, default_device, resolve_precision
-from absa_lib.download import dataset_checksums
+from absa_lib.download import dataset_checksums, file_sha256
 from absa_lib.errors import AbsaError
 from absa_lib.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
 from absa_lib.models import MODELS, PRESETS
@@ -117,16 +117,24 @@ class TrainConfig:
 
 def run_identity(config: TrainConfig) -> dict:
     """What the run id hashes: the config (precision resolved; fields at their neutral default left
-    out), the data files' checksums, the backbone's fingerprint and the library version."""
+    out), the data files' checksums, the backbone's fingerprint, the library version and, for an
+    ATAE-LSTM on GloVe vectors, the vector file's SHA-256."""
     config = resolved(config)
     fields = {k: v for k, v in config.to_dict().items()
               if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
-    return {"config": fields, "data_sha256": dataset_checksums(config.dataset),
-            "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+    identity = {"config": fields, "data_sha256": dataset_checksums(config.dataset),
+                "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+    vectors = config.model_overrides.get("alstm_vectors")
+    if vectors:                        # a GloVe file: its contents, not only its name (absent otherwise)
+        path = Path(vectors).expanduser()
+        if not path.is_file():
+            raise AbsaError(f"alstm_vectors={vectors}: no such file; expected a GloVe text file")
+        identity["vectors_sha256"] = file_sha256(path)
+    return identity
 
 
 # What a run's config.json records besides the TrainConfig fields (see train()).
-RECORD_EXTRAS = ("run_id", "data_sha256", "backbone_fingerprint", "absa_lib_version",
+RECORD_EXTRAS = ("run_id", "data_sha256", "backbone_fingerprint", "absa_lib_version", "vectors_sha256",
                  "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
 
 
@@ -142,6 +150,8 @@ def recorded_identity(record: dict) -> dict:
         identity["config"] = {k: v for k, v in fields.items()
                               if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
         identity["backbone_fingerprint"] = record["backbone_fingerprint"]
+    if "vectors_sha256" in record:
+        identity["vectors_sha256"] = record["vectors_sha256"]
     return {**identity, "absa_lib_version": record.get("absa_lib_version")}
 
 

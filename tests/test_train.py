@@ -198,3 +198,22 @@ def test_public_api_is_importable_from_the_package():
     assert absa_lib.train is training.train and absa_lib.TrainConfig is run_config.TrainConfig
     with pytest.raises(AttributeError):
         absa_lib.fit  # noqa: B018
+
+
+def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path):
+    """Replacing the vector file under the same name makes a new run, never a stale cache hit; the
+    record's identity (recorded_identity) is still the run id."""
+    vectors = tmp_path / "glove.txt"
+    cfg = small(model="atae-lstm", aux="none", model_overrides={"alstm_vectors": str(vectors)})
+    vectors.write_text("the 0.1 0.2\nlocation1 0.3 0.4\n")
+    first = run_config.run_identity(cfg)
+    vectors.write_text("the 0.5 0.2\nlocation1 0.3 0.4\n")
+    second = run_config.run_identity(cfg)
+    assert first["vectors_sha256"] != second["vectors_sha256"]
+    assert runs.config_hash(first) != runs.config_hash(second)
+    assert "vectors_sha256" not in run_config.run_identity(small(model="atae-lstm", aux="none"))
+    record = {**run_config.resolved(cfg).to_dict(), **{k: v for k, v in second.items() if k != "config"}}
+    assert run_config.recorded_identity(record) == run_config.run_identity(run_config.resolved(cfg))
+    vectors.unlink()
+    with pytest.raises(AbsaError, match="alstm_vectors=.*glove.txt: no such file"):
+        run_config.run_identity(cfg)
