@@ -108,3 +108,12 @@ def test_initialisation_is_unchanged(name):
     model = _build(name)
     total = sum(float(v.double().abs().sum()) for v in model.state_dict().values() if v.is_floating_point())
     assert (total, float(torch.rand(1))) == pytest.approx(PINNED_INIT[name], rel=1e-9)
+
+
+def test_saving_and_loading_print_nothing(tmp_path, capsys, monkeypatch):
+    """No transformers progress bars or load reports in training logs and CLI output."""
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    _build("qacg-bert").save_pretrained(tmp_path)
+    AbsaModel.from_pretrained(tmp_path)
+    out, err = capsys.readouterr()
+    assert out == "" and err == ""

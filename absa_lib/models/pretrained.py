@@ -22,6 +22,7 @@ the random draws); :meth:`AbsaPreTrainedModel.init_weights` therefore draws noth
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -63,20 +64,17 @@ class AbsaPreTrainedModel(PreTrainedModel):
         target = model_class_for(config)
         for key in ("output_loading_info", "ignore_mismatched_sizes", "use_safetensors"):
             kwargs.pop(key, None)                                  # always: report, do not raise, safetensors
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()                           # the key check below reports instead
         try:
-            model, info = PreTrainedModel.from_pretrained.__func__(
-                target, pretrained_model_name_or_path, *model_args, config=config, output_loading_info=True,
-                ignore_mismatched_sizes=True, use_safetensors=True, **kwargs)
+            with quiet_transformers():                             # the key check below reports instead
+                model, info = PreTrainedModel.from_pretrained.__func__(
+                    target, pretrained_model_name_or_path, *model_args, config=config, output_loading_info=True,
+                    ignore_mismatched_sizes=True, use_safetensors=True, **kwargs)
         except SafetensorError as err:                            # a corrupt header, truncated data
             raise AbsaError(f"{pretrained_model_name_or_path}/model.safetensors: not a readable safetensors file "
                             f"({one_line(err)}); {DAMAGED}") from None
         except (OSError, ValueError, RuntimeError) as err:
             raise AbsaError(f"{pretrained_model_name_or_path}: the weights cannot be loaded ({one_line(err)}); "
                             f"{DAMAGED}") from None
-        finally:
-            hf_logging.set_verbosity(verbosity)
         check_keys({"missing from": sorted(info["missing_keys"]), "unexpected in": sorted(info["unexpected_keys"]),
                     "of the wrong shape in": sorted(k for k, *_ in info["mismatched_keys"])},
                    str(pretrained_model_name_or_path), f"the weights of a {config.absa_model} model")
@@ -85,10 +83,30 @@ class AbsaPreTrainedModel(PreTrainedModel):
                 tensor.data = tensor.data.clone()
         return model.eval()
 
+    def save_pretrained(self, save_directory: str | os.PathLike, **kwargs) -> None:
+        """transformers' ``save_pretrained`` (``config.json`` + ``model.safetensors``), without its
+        progress bar (training logs and the CLI's one-line errors stay clean)."""
+        with quiet_transformers():
+            super().save_pretrained(save_directory, **kwargs)
+
     def load_checked(self, state: dict[str, torch.Tensor], source: str) -> None:
         """``load_state_dict(strict=True)`` after :func:`check_keys` (one clear error)."""
         check_keys(bad_keys(self.state_dict(), state), source, f"the weights of a {self.config.absa_model} model")
         self.load_state_dict(state, strict=True)
+
+
+@contextmanager
+def quiet_transformers():
+    """transformers' warnings and progress bars off for the block, then as they were."""
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _hub_config(repo_id: str, hub_kwargs: dict) -> AbsaConfig:
