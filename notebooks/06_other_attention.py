@@ -171,6 +171,10 @@ for ortho in ("eq9", "code_literal"):
 #   a_{i\cdot} = \operatorname{softmax}_j \frac{\langle U_j, K_{ij} \rangle}{\sqrt{d_k}}, \quad
 #   z_i = \sum_j a_{ij} V_{ij}$$
 #
+# OA-C and OA-CA (`oa_variant="c"`, `"ca"`) replace the product by a convolution: each query word
+# makes $f$ filters of width $\kappa$, $F_j = \mathrm{reshape}(Q_j W_F)$, and
+# $E_{ij} = \mathrm{flat}(\mathrm{conv}_\sigma((C W_c)_i;\, F_j, \beta_j))$ (`pair_features`).
+#
 # Two OA blocks (OA → self-attention → feed-forward) on $H$, a residual $R = \mathrm{Dropout}(Y) + H$,
 # and the readout at [CLS].
 
@@ -178,6 +182,7 @@ for ortho in ("eq9", "code_literal"):
 from absa_lib.models.orthogonal import OrthogonalAttention
 
 show_source(OrthogonalAttention.forward)
+show_source(OrthogonalAttention.pair_features)
 oa = build_model("oa-bert", backbone=backbone, **SENTIHOOD).eval()
 a = extract_attention(oa, batch)["oa"]                              # (B, heads, T, m = 2)
 print("OA weights over the query (target, aspect) sum to 1 per context word:",

@@ -219,9 +219,10 @@ def test_one_encoder_pass_per_distinct_input_gives_the_same_states():
 # Orthogonal attention
 
 
-def test_oa_weights_sum_to_one_over_the_query_and_padded_queries_change_nothing():
+@pytest.mark.parametrize("variant", ["emb", "em", "c", "ca"])
+def test_oa_weights_sum_to_one_over_the_query_and_padded_queries_change_nothing(variant):
     torch.manual_seed(0)
-    oa = OrthogonalAttention(32, 4).eval()
+    oa = OrthogonalAttention(32, 4, variant).eval()
     C, Q = torch.randn(2, 7, 32), torch.randn(2, 5, 32)
     c_mask = torch.ones(2, 7, dtype=torch.bool)
     q_mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
@@ -265,6 +266,37 @@ def test_oa_layer_parameter_counts_at_bert_base_width():
     with torch.device("meta"):
         emb, em = OrthogonalAttention(768, 12, "emb"), OrthogonalAttention(768, 12, "em")
     assert count_parameters(emb) == 5_904_384 and count_parameters(em) == 3_543_552
+    with torch.device("meta"):        # κ = σ = f = 8: f·L′ = 768, the reconstruction's ≈3.01M and ≈5.42M
+        c, ca = OrthogonalAttention(768, 12, "c"), OrthogonalAttention(768, 12, "ca")
+    assert count_parameters(c) == 3_008_328 and count_parameters(ca) == 5_424_528
+
+
+def test_oa_c_keys_are_the_context_convolved_with_filters_made_from_each_query_word():
+    """OA-C's pair features against a direct torch conv1d, one (context word, query word) at a time."""
+    torch.manual_seed(0)
+    oa = OrthogonalAttention(16, 2, "c", filters=2, kernel=4, stride=3).eval()
+    C, Q = torch.randn(1, 3, 16), torch.randn(1, 2, 16)
+    with torch.no_grad():
+        got = oa.pair_features(C, Q)                                   # (1, 3, 2, f·L′), L′ = 5
+        c_hat = oa.w_c(C)
+        for i in range(3):
+            for j in range(2):
+                weight = oa.w_f(Q[0, j]).view(2, 1, 4)                 # f filters of width κ
+                conv = torch.nn.functional.conv1d(c_hat[0, i].view(1, 1, 16), weight, oa.w_b(Q[0, j]), stride=3)
+                assert torch.allclose(got[0, i, j], conv.flatten(), atol=1e-6)
+
+
+def test_oa_c_options_are_checked():
+    with pytest.raises(AbsaError, match="needs 1 <= oa_kernel <= 32"):
+        OrthogonalAttention(32, 4, "ca", kernel=40)
+
+
+@pytest.mark.parametrize("variant", ["c", "ca"])
+def test_oa_bert_runs_with_the_convolution_variants_in_both_modes(variant):
+    model = make("oa-bert", oa_variant=variant)
+    for pair in (False, True):
+        out = infer(model, batch(pair=pair))
+        assert out.logits.shape == (4, 3) and torch.isfinite(out.logits).all()
 
 
 def test_oa_query_is_the_auxiliary_sentence_in_mode_p():

@@ -53,7 +53,10 @@ OTHER_FIELDS = {  # the other attention systems' fields (one default for both pr
     "man_query": ("mean", "mean", ("mean", "input_emb")),
     "man_target": ("embedding", "embedding", ("embedding", "none")),
     "man_rank": (0, 0, int),                   # 0: full-rank W_α, W_β; r > 0: W = P Qᵀ of rank r
-    "oa_variant": ("emb", "emb", ("emb", "em")),
+    "oa_variant": ("emb", "emb", ("emb", "em", "c", "ca")),
+    "oa_filters": (8, 8, int),                 # OA-C/CA: f filters per query word, width κ, stride σ
+    "oa_kernel": (8, 8, int),
+    "oa_stride": (8, 8, int),
     "oa_layers": (2, 2, int),
     "oa_block": ("standard", "standard", ("standard", "paper_literal")),
     "oa_mask_context": (True, True, bool),     # False: PyTorchNLP's unmasked dot attention in OA-EMB
@@ -71,7 +74,8 @@ MODEL_FIELDS = {  # the fields each model reads
     "ae-lstm": _ALSTM,
     "at-lstm": _ALSTM + ("alstm_score",),
     "man-bert": ("man_lambda", "man_ortho", "man_query", "man_target", "man_rank", "head_lr"),
-    "oa-bert": ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool", "head_lr"),
+    "oa-bert": ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool", "oa_filters", "oa_kernel",
+                "oa_stride", "head_lr"),
 }
 for _name in MODELS[1:]:                      # every model but bert-single can take the joint objective
     MODEL_FIELDS[_name] = MODEL_FIELDS.get(_name, ()) + ("joint_tau",)

@@ -19,9 +19,18 @@ The query vectors U (m × d) distinguish the variants (``oa_variant``):
   2d → d without bias), U = (S ⊙ Q̃) W_3. The softmax over the context masks padding
   (``oa_mask_context``; False reproduces PyTorchNLP, which does not mask).
 
-Parameters per OA layer at d = 768: OA-EM 3,543,552 (6 d×d linears), OA-EMB 5,904,384 (8 d×d
-linears + W_out), in the paper's "around 4-7M". OA-C and OA-CA (query-generated convolution
-filters) are not implemented. The block (``oa_block = "standard"``, default, a post-LN
+- ``c`` (OA-C): the pair features are convolutions instead of products. Each query word makes f
+  filters of width κ and their biases, F_j = reshape(Q_j W_F) (f × κ), β_j = Q_j W_b; each Ĉ_i is
+  read as a one-channel signal of length d and convolved with stride σ, G_ij = conv(Ĉ_i; F_j, β_j)
+  (f × L′, L′ = ⌊(d − κ)/σ⌋ + 1), K = flat(G) W_K, V = flat(G) W_V; U = Q W_U;
+- ``ca`` (OA-CA): the keys and values of OA-C, and a context-aware query: C̃, Q̃ and S as in OA-EMB,
+  filters and biases made from S_j, convolved with Q̃_j, U = flat(conv(Q̃_j; F′_j, β′_j)) W_U′.
+
+κ, σ and f were lost from the paper's text; they default to 8 (``oa_kernel``, ``oa_stride``,
+``oa_filters``), so that f·L′ = d at d = 768 (and at MiniLM's 384). Parameters per OA layer at
+d = 768: OA-EM 3,543,552 (6 d×d linears), OA-EMB 5,904,384 (8 d×d linears + W_out), OA-C 3,008,328
+(5 d×d + the filter generators), OA-CA 5,424,528 (7 d×d + W_out + two filter generators), in the
+paper's "around 4-7M" with its pairing OA-C ≈ OA-EM, OA-CA ≈ OA-EMB. The block (``oa_block = "standard"``, default, a post-LN
 transformer layer with OA in front; ``"paper_literal"``: the two residual + LayerNorm pairs the
 paper lists, no residual around the self-attention)::
 
@@ -55,36 +64,85 @@ from absa_lib.models.encoders import EncoderModel, masked_mean, masked_softmax, 
 from absa_lib.models.model_config import AbsaConfig
 
 
-class OrthogonalAttention(nn.Module):
-    """Multi-head orthogonal attention, OA-EM or OA-EMB (see the module docstring)."""
+def query_filters(signals: torch.Tensor, filters: torch.Tensor, bias: torch.Tensor, kernel: int,
+                  stride: int, paired: bool) -> torch.Tensor:
+    """conv1d of each signal (a vector of width d, one channel) with query-generated filters.
 
-    def __init__(self, d: int, heads: int, variant: str = "emb", mask_context: bool = True) -> None:
+    signals (B, a, d); filters (B, b, f, κ); bias (B, b, f). ``paired=False``: every signal with every
+    query word's filters -> (B, a, b, f·L′); ``paired=True`` (a = b): signal j with filters j only ->
+    (B, a, f·L′). L′ = ⌊(d − κ)/σ⌋ + 1 positions (stride σ), flattened filter-major.
+    """
+    windows = signals.unfold(-1, kernel, stride)                            # (B, a, L′, κ)
+    if paired:
+        return (torch.einsum("bjlk,bjfk->bjfl", windows, filters) + bias[..., None]).flatten(-2)
+    return (torch.einsum("bilk,bjfk->bijfl", windows, filters) + bias[:, None, :, :, None]).flatten(-2)
+
+
+class OrthogonalAttention(nn.Module):
+    """Multi-head orthogonal attention, OA-EM, OA-EMB, OA-C or OA-CA (see the module docstring)."""
+
+    def __init__(self, d: int, heads: int, variant: str = "emb", mask_context: bool = True,
+                 filters: int = 8, kernel: int = 8, stride: int = 8) -> None:
         super().__init__()
         if d % heads:
             raise AbsaError(f"OA: width {d} is not a multiple of {heads} heads")
         self.h, self.variant, self.mask_context = heads, variant, mask_context
-        names = ["w_c", "w_q", "w_k", "w_v", "w_o"] + (["w_u"] if variant == "em" else ["w_1", "w_2", "w_3"])
-        for name in names:
-            setattr(self, name, nn.Linear(d, d))
-        if variant == "emb":
+        if variant in ("em", "emb"):                   # E_ij = Ĉ_i ⊙ Q̂_j (the registration order is the init order)
+            names = ["w_c", "w_q", "w_k", "w_v", "w_o"] + (["w_u"] if variant == "em" else ["w_1", "w_2", "w_3"])
+            for name in names:
+                setattr(self, name, nn.Linear(d, d))
+            if variant == "emb":
+                self.w_out = nn.Linear(2 * d, d, bias=False)
+            return
+        if not (1 <= kernel <= d and stride >= 1 and filters >= 1):
+            raise AbsaError(f"OA-{variant.upper()}: needs 1 <= oa_kernel <= {d}, oa_stride >= 1 and oa_filters >= 1; "
+                            f"got {kernel}, {stride}, {filters}")
+        self.f, self.kernel, self.stride = filters, kernel, stride
+        width = filters * ((d - kernel) // stride + 1)                        # f·L′
+        self.w_c, self.w_f, self.w_b = nn.Linear(d, d), nn.Linear(d, filters * kernel), nn.Linear(d, filters)
+        self.w_k, self.w_v, self.w_o = nn.Linear(width, d), nn.Linear(width, d), nn.Linear(d, d)
+        if variant == "c":
+            self.w_u = nn.Linear(d, d)
+        else:                                                                  # ca
+            self.w_1, self.w_2 = nn.Linear(d, d), nn.Linear(d, d)
             self.w_out = nn.Linear(2 * d, d, bias=False)
+            self.w_f2, self.w_b2 = nn.Linear(d, filters * kernel), nn.Linear(d, filters)
+            self.w_u = nn.Linear(width, d)
 
-    def query_vectors(self, C: torch.Tensor, Q: torch.Tensor, c_mask: torch.Tensor) -> torch.Tensor:
-        """U (B, m, d): Q W_U (OA-EM), or the context-aware query of OA-EMB."""
-        if self.variant == "em":
-            return self.w_u(Q)
+    def _bidirectional(self, C: torch.Tensor, Q: torch.Tensor, c_mask: torch.Tensor):
+        """Q̃ = Q W_2 and S = tanh(W_out [Σ_i softmax_i(Q̃_j · C̃_i) C̃_i ; Q̃_j]), both (B, m, d)."""
         c, q = self.w_1(C), self.w_2(Q)                                       # C̃ (B, n, d), Q̃ (B, m, d)
         scores = q @ c.transpose(1, 2)                                        # (B, m, n)
         weights = masked_softmax(scores, c_mask[:, None, :]) if self.mask_context else scores.softmax(-1)
-        S = torch.tanh(self.w_out(torch.cat([weights @ c, q], dim=-1)))      # (B, m, d)
-        return self.w_3(S * q)
+        return q, torch.tanh(self.w_out(torch.cat([weights @ c, q], dim=-1)))
+
+    def query_vectors(self, C: torch.Tensor, Q: torch.Tensor, c_mask: torch.Tensor) -> torch.Tensor:
+        """U (B, m, d): Q W_U (OA-EM, OA-C); (S ⊙ Q̃) W_3 (OA-EMB); the flattened conv of Q̃_j with
+        filters generated from S_j, times W_U′ (OA-CA)."""
+        if self.variant in ("em", "c"):
+            return self.w_u(Q)
+        q, S = self._bidirectional(C, Q, c_mask)
+        if self.variant == "emb":
+            return self.w_3(S * q)
+        B, m, _ = S.shape
+        filters = self.w_f2(S).view(B, m, self.f, self.kernel)
+        return self.w_u(query_filters(q, filters, self.w_b2(S), self.kernel, self.stride, paired=True))
+
+    def pair_features(self, C: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+        """The (context word i, query word j) interaction (B, n, m, ·): Ĉ_i ⊙ Q̂_j (OA-EM/EMB), or
+        the conv of Ĉ_i with the filters generated from Q_j (OA-C/CA)."""
+        if self.variant in ("em", "emb"):
+            return self.w_c(C)[:, :, None, :] * self.w_q(Q)[:, None, :, :]      # (B, n, m, d)
+        B, m, _ = Q.shape
+        filters = self.w_f(Q).view(B, m, self.f, self.kernel)                  # F_j: (B, m, f, κ)
+        return query_filters(self.w_c(C), filters, self.w_b(Q), self.kernel, self.stride, paired=False)
 
     def forward(self, C: torch.Tensor, Q: torch.Tensor, c_mask: torch.Tensor,
                 q_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """C (B, n, d), Q (B, m, d), masks (B, n), (B, m) bool -> (B, n, d) and a (B, h, n, m)."""
         B, n, d = C.shape
         m, h = Q.size(1), self.h
-        E = self.w_c(C)[:, :, None, :] * self.w_q(Q)[:, None, :, :]          # (B, n, m, d)
+        E = self.pair_features(C, Q)                                          # (B, n, m, d or f·L′)
         K = self.w_k(E).view(B, n, m, h, d // h)
         V = self.w_v(E).view(B, n, m, h, d // h)
         U = self.query_vectors(C, Q, c_mask).view(B, m, h, d // h)
@@ -101,7 +159,8 @@ class OABlock(nn.Module):
         super().__init__()
         d, h, eps = config.hidden_size, config.num_attention_heads, config.layer_norm_eps
         self.standard = config.oa_block == "standard"
-        self.oa = OrthogonalAttention(d, h, config.oa_variant, config.oa_mask_context)
+        self.oa = OrthogonalAttention(d, h, config.oa_variant, config.oa_mask_context,
+                                      *(getattr(config, k, 8) for k in ("oa_filters", "oa_kernel", "oa_stride")))
         self.self_attention = nn.MultiheadAttention(d, h, dropout=config.attention_probs_dropout_prob,
                                                     batch_first=True)
         self.ffn = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
