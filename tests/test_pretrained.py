@@ -117,3 +117,9 @@ def test_saving_and_loading_print_nothing(tmp_path, capsys, monkeypatch):
     AbsaModel.from_pretrained(tmp_path)
     out, err = capsys.readouterr()
     assert out == "" and err == ""
+
+
+def test_auto_model_from_config_points_to_build_model():
+    config = _build("qacg-bert").config
+    with pytest.raises(AbsaError, match="qacg-bert: build a new model with absa_lib.models.build_model"):
+        AutoModel.from_config(config)

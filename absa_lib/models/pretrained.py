@@ -44,6 +44,13 @@ class AbsaPreTrainedModel(PreTrainedModel):
     base_model_prefix = "absa"           # no bare-encoder checkpoints are loaded through this class
     _supports_sdpa = True
 
+    def __init__(self, config: AbsaConfig, *args, **kwargs) -> None:
+        if type(self) is AbsaPreTrainedModel:      # e.g. AutoModel.from_config: which model is unknown here
+            raise AbsaError(f"{config.absa_model if hasattr(config, 'absa_model') else 'this config'}: build a new "
+                            "model with absa_lib.models.build_model(...), load a saved one with "
+                            "AbsaModel.from_pretrained(...)")
+        super().__init__(config, *args, **kwargs)
+
     def init_weights(self) -> None:
         """Nothing to do: the subclasses initialise their layers in ``__init__`` (see the module
         docstring), and no weights are tied."""
