@@ -26,7 +26,11 @@ from absa_lib.profiles import declared_parameters, read_profile_file
 def with_parameters(script: Path, values: dict) -> str:
     """The script's source with ``name = value`` lines for its declared parameters after the
     parameters cell (values that are not plain YAML data are an error)."""
-    lines = Path(script).read_text(encoding="utf-8").splitlines(keepends=True)
+    try:
+        lines = Path(script).read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError) as err:
+        raise AbsaError(f"{script}: cannot be read ({getattr(err, 'strerror', None) or err}); expected a "
+                        "notebook's paired script, notebooks/NN_name.py") from None
     end, declared = declared_parameters(lines, script)
     injected = ["# %% injected parameters (absa_lib.notebook_script)\n"]
     for name in sorted(declared & set(values)):

@@ -66,3 +66,12 @@ def test_the_scripts_declare_what_papermill_sees_in_the_notebooks():
         for name in pm.inspect_notebook(str(path)):
             from_notebooks.setdefault(name, []).append(path.stem)
     assert notebook_parameters() == from_notebooks
+
+
+def test_a_missing_script_is_one_line(tmp_path, capsys):
+    from absa_lib.notebook_script import main
+
+    (tmp_path / "p.yaml").write_text("profile: cpu\n")
+    assert main([str(tmp_path / "07_missing.py"), str(tmp_path / "p.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "07_missing.py: cannot be read (No such file or directory)" in err[0]

@@ -61,7 +61,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.models import joint
 from absa_lib.models.absa_model import AbsaOutput
 from absa_lib.models.encoders import EncoderModel, masked_mean, masked_softmax, second_segment, split_context
-from absa_lib.models.model_config import AbsaConfig
+from absa_lib.models.model_config import OTHER_FIELDS, AbsaConfig
 
 
 def query_filters(signals: torch.Tensor, filters: torch.Tensor, bias: torch.Tensor, kernel: int,
@@ -160,7 +160,8 @@ class OABlock(nn.Module):
         d, h, eps = config.hidden_size, config.num_attention_heads, config.layer_norm_eps
         self.standard = config.oa_block == "standard"
         self.oa = OrthogonalAttention(d, h, config.oa_variant, config.oa_mask_context,
-                                      *(getattr(config, k, 8) for k in ("oa_filters", "oa_kernel", "oa_stride")))
+                                      *(getattr(config, k, OTHER_FIELDS[k][0]) for k in ("oa_filters", "oa_kernel",
+                                                                                        "oa_stride")))
         self.self_attention = nn.MultiheadAttention(d, h, dropout=config.attention_probs_dropout_prob,
                                                     batch_first=True)
         self.ffn = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
