@@ -231,27 +231,34 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
     return fig
 
 
-def ablation_bars(df: pd.DataFrame, metric: str, title: str = "") -> Figure:
+def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[str, float] | None = None) -> Figure:
     """Horizontal bars (mean ± sd over seeds) of one metric per ablation variant.
 
     Args:
         df: from :func:`absa_lib.tables.ablation_table` (columns ``variant``, ``selection``,
-            ``<metric>``, ``<metric>_sd``).
+            ``<metric>``, ``<metric>_sd``, and ``n_seeds`` when known).
+        floor: ``(name, value)`` of the best trivial predictor on this metric, drawn as a dashed line.
     """
     labels = [f"{v} [{s}]" for v, s in zip(df["variant"], df["selection"])]
     means = df[metric].to_numpy(dtype=float)
     sds = np.nan_to_num(df[f"{metric}_sd"].to_numpy(dtype=float))
+    seeds = df["n_seeds"].tolist() if "n_seeds" in df else [None] * len(df)
     fig, axes = _new((4.5 + 0.07 * max(map(len, labels), default=0), 0.45 * len(labels) + 1.2))
     ax = axes[0][0]
     y = np.arange(len(labels))[::-1]
     ax.barh(y, np.nan_to_num(means), xerr=sds, color="tab:blue", alpha=0.8, capsize=3)
-    for yi, m in zip(y, means):
-        ax.text(0 if math.isnan(m) else m, yi, "  n/a" if math.isnan(m) else f" {m:.1f}", va="center", fontsize=7)
+    for yi, m, sd, n in zip(y, means, sds, seeds):       # the value after the error bar, with the seed count
+        text = "  n/a" if math.isnan(m) else f" {m:.1f}" + (f" (n={int(n)})" if n else "")
+        ax.text(0 if math.isnan(m) else m + sd, yi, text, va="center", fontsize=7)
+    if floor is not None:
+        ax.axvline(floor[1], color="0.3", linestyle="--", linewidth=1)
+        ax.text(floor[1], y[0] + 0.6, f" {floor[0]}: {floor[1]:.1f}", fontsize=7, color="0.3", va="bottom")
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(f"{metric} (%), mean ± sd over seeds")
     ax.set_title(title, fontsize=9)
-    finite = means[~np.isnan(means)]
-    if finite.size:
-        lo = max(0.0, float(finite.min() - np.nanmax(sds) - 5))
-        ax.set_xlim(lo, min(100.0, float(finite.max() + np.nanmax(sds) + 5)))
+    finite = list(means[~np.isnan(means)]) + ([floor[1]] if floor is not None else [])
+    if finite:
+        lo = max(0.0, float(min(finite) - np.nanmax(sds, initial=0) - 5))
+        ax.set_xlim(lo, min(100.0, float(max(finite) + np.nanmax(sds, initial=0) + 12)))
+        ax.set_ylim(-0.7, len(labels) - 0.1 + (0.8 if floor is not None else 0))
     return fig

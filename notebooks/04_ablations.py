@@ -127,7 +127,8 @@ grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seed
 # selection column says `test_best`. Differences smaller than the seed-to-seed sd are not
 # evidence of an effect; the `smoke` profile's numbers mean nothing (tiny random model). The last
 # rows are the trivial predictors of Tables 1–2 (all-None, majority polarity), the floor of each
-# metric on the same test set; the plot shows the variants only.
+# metric on the same test set; the plot shows the variants, with the best trivial predictor on its
+# metric as a dashed line.
 
 # %%
 from absa_lib import plots, tables, variant_tables
@@ -142,7 +143,9 @@ show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
-fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set")
+floors = df[df["source"] == tables.TRIVIAL].set_index("variant")[metric]
+fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set",
+                          floor=(floors.idxmax(), floors.max()) if len(floors) else None)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 runs = grid.flatten(grid_runs)
 if allow_training:

@@ -98,6 +98,21 @@ def test_label_distribution_curves_and_ablation_bars():
 
 
 
+def test_ablation_bars_label_past_the_error_bar_with_seeds_and_draw_the_trivial_floor():
+    df = pd.DataFrame({"variant": ["a", "b"], "selection": ["dev_best"] * 2, "n_seeds": [3, 1],
+                       "aspect_strict_acc": [65.9, 54.2], "aspect_strict_acc_sd": [1.2, float("nan")]})
+    fig = plots.ablation_bars(df, "aspect_strict_acc", floor=("All-None (trivial)", 47.9))
+    ax = fig.axes[0]
+    texts = {t.get_text().strip(): t.get_position()[0] for t in ax.texts}
+    assert texts["65.9 (n=3)"] == pytest.approx(65.9 + 1.2)     # after the error bar, not on it
+    assert texts["54.2 (n=1)"] == pytest.approx(54.2)
+    assert texts["All-None (trivial): 47.9"] == pytest.approx(47.9)
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--"] == [47.9]
+    lo, hi = ax.get_xlim()
+    assert lo < 47.9 and hi > 65.9 + 1.2
+    plt.close(fig)
+
+
 def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     metrics = {"selection_metric": "aspect_f1",
                "epochs": [{"epoch": e, "train_loss": loss, "dev": {"aspect_f1": dev}, "test": {"aspect_f1": test}}
