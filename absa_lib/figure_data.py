@@ -235,17 +235,19 @@ def component_table(components: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def training_curve(metrics: dict, dataset: str, label: str, loss: bool = False) -> dict:
+def training_curve(metrics: dict, dataset: str, label: str, loss: bool = False, seed: int | None = None) -> dict:
     """One run's curve for :func:`absa_lib.plots.training_curves` from its ``metrics.json`` record:
     the selection metric on dev and test per epoch (and the mean train loss with ``loss``)."""
     metric, rows = metrics["selection_metric"], metrics["epochs"]
-    curve = {"dataset": dataset, "label": label, "metric": metric, "epochs": [r["epoch"] for r in rows],
+    curve = {"dataset": dataset, "label": label, "seed": seed, "metric": metric, "epochs": [r["epoch"] for r in rows],
              "dev": [r["dev"][metric] for r in rows], "test": [r["test"][metric] for r in rows]}
     if loss:
         curve["train_loss"] = [r["train_loss"] for r in rows]
     return curve
 
 
-def curves_from_runs(runs: list, label_of) -> list[dict]:
-    """Per-run curves for :func:`absa_lib.plots.training_curves` from run records (``label_of(run) -> str``)."""
-    return [training_curve(run.metrics, run.config["dataset"], label_of(run)) for run in runs]
+def curves_from_runs(runs: list) -> list[dict]:
+    """Per-run curves for :func:`absa_lib.plots.training_curves` from run records, labelled by
+    system (model and input) so that the seeds of one system share a colour."""
+    return [training_curve(run.metrics, run.config["dataset"], f"{run.config['model']} {run.config['aux']}",
+                           seed=run.config.get("seed")) for run in runs]

@@ -134,11 +134,6 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
     return out
 
 
-def run_label(run) -> str:
-    c = run.config
-    return f"{c['model']} {c['aux']} seed {c['seed']}"
-
-
 def flatten(grid: dict) -> list:
     """All runs of a :func:`run_grid` result, in order, without duplicates."""
     seen, out = set(), []

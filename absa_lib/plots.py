@@ -200,34 +200,41 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
 
     Args:
         curves: each ``{"dataset", "label", "epochs": [int], "dev": [float], "test": [float],
-            "metric": str}`` (fractions), and ``"train_loss": [float]`` for ``loss``
-            (:func:`absa_lib.figure_data.training_curve`).
+            "metric": str}`` (fractions), optionally ``"seed"``, and ``"train_loss": [float]`` for
+            ``loss`` (:func:`absa_lib.figure_data.training_curve`). The curves of one label (one
+            system, several seeds) share a colour and one legend entry naming the seeds.
     """
     datasets = list(dict.fromkeys(c["dataset"] for c in curves)) or ["(no runs)"]
     panels = len(datasets) + int(loss)
     fig, axes = _new((5.0 * panels, 3.4), 1, panels)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    last_epoch = max((e for c in curves for e in c["epochs"]), default=1)
     if loss:
         ax = axes[0][-1]
         for i, c in enumerate(curves):
             ax.plot(c["epochs"], c["train_loss"], color=colors[i % len(colors)], marker="o", ms=3)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.set_xlim(0.5, last_epoch + 0.5)
         ax.set(xlabel="epoch", ylabel="train loss", title="mean train loss per epoch")
     for ax, dataset in zip(axes[0], datasets):
         mine = [c for c in curves if c["dataset"] == dataset]
         labels = list(dict.fromkeys(c["label"] for c in mine))
-        for c in mine:
-            color = colors[labels.index(c["label"]) % len(colors)]
-            first = c is next(x for x in mine if x["label"] == c["label"])
-            ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
-                    label=c["label"] if first else None)
-            ax.plot(c["epochs"], 100 * np.asarray(c["dev"]), color=color, ls="--", marker="x", ms=3)
+        for label in labels:                      # one colour and one legend entry per system
+            runs = sorted((c for c in mine if c["label"] == label), key=lambda c: c.get("seed") or 0)
+            seeds = [str(c["seed"]) for c in runs if c.get("seed") is not None]
+            color = colors[labels.index(label) % len(colors)]
+            for i, c in enumerate(runs):
+                legend = f"{label} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" if seeds else label
+                ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
+                        label=legend if i == 0 else None)
+                ax.plot(c["epochs"], 100 * np.asarray(c["dev"]), color=color, ls="--", marker="x", ms=3)
         metric = mine[0]["metric"] if mine else ""
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.set_xlim(0.5, last_epoch + 0.5)
         ax.set(xlabel="epoch", ylabel=f"{(metric_names or {}).get(metric, metric)} (%)",
                title=f"{dataset}: test (solid), dev (dashed)")
         if mine:
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below: never over a point
     return fig
 
 

@@ -191,7 +191,7 @@ for ds in datasets:
     show_markdown(md)
 
 # %%
-fig = plots.training_curves(figure_data.curves_from_runs(runs, grid.run_label))
+fig = plots.training_curves(figure_data.curves_from_runs(runs))
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_qacg_bert")
 if allow_training:
     notebook.outputs += grid.export_records(runs, notebook.dirs.results)

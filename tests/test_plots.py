@@ -113,6 +113,23 @@ def test_ablation_bars_label_past_the_error_bar_with_seeds_and_draw_the_trivial_
     plt.close(fig)
 
 
+def test_seeds_of_one_system_share_a_colour_and_one_legend_entry():
+    def curve(label, seed, test):
+        return {"dataset": "sentihood", "label": label, "seed": seed, "metric": "aspect_strict_acc",
+                "epochs": [1], "dev": [test], "test": [test]}
+    curves = [curve("qacg-bert NLI-M", 44, 0.6), curve("bert-pair NLI-M", 42, 0.7), curve("qacg-bert NLI-M", 42, 0.5)]
+    fig = plots.training_curves(curves)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["qacg-bert NLI-M (seeds 42, 44)",
+                                                                    "bert-pair NLI-M (seed 42)"]
+    solid = [line for line in ax.lines if line.get_linestyle() == "-"]
+    assert [line.get_ydata().tolist() for line in solid] == [pytest.approx([50]), pytest.approx([60]), pytest.approx([70])]
+    assert solid[0].get_color() == solid[1].get_color() != solid[2].get_color()
+    assert ax.get_xlim() == (0.5, 1.5)                  # one epoch: centred, integer tick
+    assert [t for t in ax.get_xticks() if 0.5 <= t <= 1.5] == [1]
+    plt.close(fig)
+
+
 def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     metrics = {"selection_metric": "aspect_f1",
                "epochs": [{"epoch": e, "train_loss": loss, "dev": {"aspect_f1": dev}, "test": {"aspect_f1": test}}
