@@ -219,12 +219,12 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
     for ax, dataset in zip(axes[0], datasets):
         mine = [c for c in curves if c["dataset"] == dataset]
         labels = list(dict.fromkeys(c["label"] for c in mine))
-        for label in labels:                      # one colour and one legend entry per system
+        for k, label in enumerate(labels):        # one colour and one legend entry per system
             runs = sorted((c for c in mine if c["label"] == label), key=lambda c: c.get("seed") or 0)
             seeds = [str(c["seed"]) for c in runs if c.get("seed") is not None]
-            color = colors[labels.index(label) % len(colors)]
+            legend = f"{label} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" if seeds else label
+            color = colors[k % len(colors)]
             for i, c in enumerate(runs):
-                legend = f"{label} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" if seeds else label
                 ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
                         label=legend if i == 0 else None)
                 ax.plot(c["epochs"], 100 * np.asarray(c["dev"]), color=color, ls="--", marker="x", ms=3)
