@@ -1,0 +1,94 @@
+"""The README's status tables (Tables 1-2, ours beside the paper's) are copied from the rendered
+`results/table*.csv`; this catches a README left behind when the reference gains seeds."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# README header cell -> rendered CSV column, for each table's file.
+TABLES = {
+    "table1_sentihood.csv": {"Strict acc": "aspect_strict_acc", "Macro-F1": "aspect_macro_f1",
+                             "Aspect AUC": "aspect_auc", "Sent. acc": "sentiment_acc",
+                             "Sent. AUC": "sentiment_auc"},
+    "table2_semeval.csv": {"P": "aspect_p", "R": "aspect_r", "F1": "aspect_f1",
+                           "Binary": "sentiment_acc_binary", "3-class": "sentiment_acc_3class",
+                           "4-class": "sentiment_acc_4class"},
+}
+CELL = re.compile(r"^(?P<mean>–|-?\d+(?:\.\d+)?)(?: ± (?P<sd>\d+(?:\.\d+)?))?(?: \[(?P<paper>\d+(?:\.\d+)?)\])?$")
+
+
+def _status_tables(readme: str) -> list[list[list[str]]]:
+    """The tables of the README's "Status of the numbers" section whose header starts `| model | seeds |`."""
+    section = readme.split("## Status of the numbers", 1)[1].split("\n## ", 1)[0]
+    tables, current = [], None
+    for line in section.splitlines():
+        if line.startswith("| model | seeds |"):
+            current = [[c.strip() for c in line.strip("|").split("|")]]
+            tables.append(current)
+        elif current is not None and line.startswith("|"):
+            if not set(line) <= set("|-: "):
+                current.append([c.strip() for c in line.strip("|").split("|")])
+        else:
+            current = None
+    return tables
+
+
+def _same(readme_cell: str, value: str) -> bool:
+    """`value` (a CSV float, or empty) printed with the README cell's number of decimals."""
+    if readme_cell == "–":
+        return value == ""
+    digits = len(readme_cell.split(".")[1]) if "." in readme_cell else 0
+    return value != "" and f"{float(value):.{digits}f}" == readme_cell
+
+
+def _check(header: list[str], row: list[str], csv_rows: list[dict], columns: dict) -> list[str]:
+    model, seeds, cells = row[0], row[1], row[2:]
+    matches = [r for r in csv_rows if r["model"] == model and r["source"] in ("ours", "trivial")
+               and r["selection"] in ("dev_best", "")]
+    if len(matches) != 1:
+        return [f"README row {model!r}: {len(matches)} dev-best rows in the CSV, expected 1"]
+    ref, wrong = matches[0], []
+    if ref["source"] == "ours" and seeds != ref["n_seeds"]:
+        wrong.append(f"{model}: seeds {seeds} in the README, {ref['n_seeds']} rendered")
+    for name, cell in zip(header[2:], cells):
+        m = CELL.match(cell)
+        if m is None:
+            wrong.append(f"{model} / {name}: cannot read {cell!r}")
+            continue
+        col = columns[name]
+        for part, key in (("mean", col), ("sd", col + "_sd"), ("paper", col + "_paper")):
+            if m[part] is not None and not _same(m[part], ref.get(key, "")):
+                wrong.append(f"{model} / {name} {part}: README {m[part]}, rendered {ref.get(key)!r}")
+    return wrong
+
+
+def test_readme_status_tables_match_the_rendered_results():
+    tables = _status_tables((ROOT / "README.md").read_text(encoding="utf-8"))
+    found = {}
+    for table in tables:
+        header = table[0]
+        name = next((f for f, cols in TABLES.items() if set(header[2:]) == set(cols)), None)
+        if name is not None:
+            found[name] = table
+    assert set(found) == set(TABLES), f"README status tables found: {sorted(found)}"
+    wrong = []
+    for name, table in found.items():
+        with open(ROOT / "results" / name, newline="", encoding="utf-8") as f:
+            csv_rows = list(csv.DictReader(f))
+        n_ours = sum(r["source"] == "ours" and r["selection"] == "dev_best" for r in csv_rows)
+        assert len(table) - 1 >= n_ours, f"{name}: the README shows fewer rows than the {n_ours} rendered"
+        for row in table[1:]:
+            wrong += _check(table[0], row, csv_rows, TABLES[name])
+    assert not wrong, "README status tables differ from results/: " + "; ".join(wrong[:10])
+
+
+@pytest.mark.parametrize("cell,value,same", [("71.2", "71.23", True), ("71.2", "71.26", False),
+                                             ("–", "", True), ("0.0", "", False)])
+def test_cell_comparison(cell, value, same):
+    assert _same(cell, value) is same
