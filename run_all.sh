@@ -17,6 +17,11 @@
 # executed/<profile>/ (git-ignored). The script stops at the first failure and names it and its log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# a path given relative to where the command was typed (ABSA_DATA_DIR=../data) must still hold after
+# the cd below and in notebooks/, papermill's working folder: make it absolute first
+for var in ABSA_DATA_DIR ABSA_RUNS_DIR ABSA_MINILM_DIR ABSA_VENV; do
+  if [ -n "${!var:-}" ] && [[ "${!var}" != /* && "${!var}" != "~"* ]]; then export "$var=$PWD/${!var}"; fi
+done
 cd "$ROOT"
 PROFILES="smoke cpu gpu paper render"
 PROFILE=""

@@ -7,6 +7,11 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# A relative path (ABSA_DATA_DIR=../shared/data) means "from where pytest was started"; the notebook
+# tests run their kernels in notebooks/, so it is made absolute here, once.
+for _var in ("ABSA_DATA_DIR", "ABSA_RUNS_DIR", "ABSA_MINILM_DIR"):
+    if os.environ.get(_var):
+        os.environ[_var] = os.path.abspath(os.path.expanduser(os.environ[_var]))
 
 from pathlib import Path  # noqa: E402
 

@@ -124,6 +124,22 @@ def test_run_all_script():
     assert not Path("/nonexistent/venv").exists()
 
 
+def test_run_all_makes_relative_paths_absolute_before_it_changes_folder(tmp_path):
+    # a stand-in interpreter records what the notebooks would see, then stops the script
+    log = tmp_path / "seen.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$ABSA_DATA_DIR|$ABSA_RUNS_DIR|$ABSA_MINILM_DIR" >> {log}\nexit 1\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "ABSA_PYTHON": str(fake), "ABSA_DATA_DIR": "../shared/data", "ABSA_RUNS_DIR": "~/runs",
+           "ABSA_MINILM_DIR": "/opt/minilm"}
+    (tmp_path / "work").mkdir()
+    res = subprocess.run(["bash", str(ROOT / "run_all.sh"), "smoke"], cwd=tmp_path / "work", env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode != 0                                        # the stand-in stopped it
+    seen = log.read_text().splitlines()
+    assert seen and set(seen) == {f"{tmp_path / 'work'}/../shared/data|~/runs|/opt/minilm"}
+
+
 def test_executed_outputs_are_git_ignored():
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "executed/" in ignored or "/executed/" in ignored
