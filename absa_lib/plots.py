@@ -208,22 +208,24 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
     panels = len(datasets) + int(loss)
     fig, axes = _new((5.0 * panels, 3.4), 1, panels)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    color_of = {label: colors[k % len(colors)]            # one colour per system, the same in every panel
+                for k, label in enumerate(dict.fromkeys(c["label"] for c in curves))}
     last_epoch = max((e for c in curves for e in c["epochs"]), default=1)
     if loss:
         ax = axes[0][-1]
-        for i, c in enumerate(curves):
-            ax.plot(c["epochs"], c["train_loss"], color=colors[i % len(colors)], marker="o", ms=3)
+        for c in curves:
+            ax.plot(c["epochs"], c["train_loss"], color=color_of[c["label"]], marker="o", ms=3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlim(0.5, last_epoch + 0.5)
         ax.set(xlabel="epoch", ylabel="train loss", title="mean train loss per epoch")
     for ax, dataset in zip(axes[0], datasets):
         mine = [c for c in curves if c["dataset"] == dataset]
         labels = list(dict.fromkeys(c["label"] for c in mine))
-        for k, label in enumerate(labels):        # one colour and one legend entry per system
+        for label in labels:                      # one legend entry per system, naming its seeds
             runs = sorted((c for c in mine if c["label"] == label), key=lambda c: c.get("seed") or 0)
             seeds = [str(c["seed"]) for c in runs if c.get("seed") is not None]
             legend = f"{label} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" if seeds else label
-            color = colors[k % len(colors)]
+            color = color_of[label]
             for i, c in enumerate(runs):
                 ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
                         label=legend if i == 0 else None)
@@ -265,7 +267,7 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
     ax.set_title(title, fontsize=9)
     finite = list(means[~np.isnan(means)]) + ([floor[1]] if floor is not None else [])
     if finite:
-        lo = max(0.0, float(min(finite) - np.nanmax(sds, initial=0) - 5))
-        ax.set_xlim(lo, min(100.0, float(max(finite) + np.nanmax(sds, initial=0) + 12)))
+        lo = max(0.0, float(min(finite) - sds.max(initial=0) - 5))
+        ax.set_xlim(lo, min(100.0, float(max(finite) + sds.max(initial=0) + 12)))
         ax.set_ylim(-0.7, len(labels) - 0.1 + (0.8 if floor is not None else 0))
     return fig

@@ -130,6 +130,17 @@ def test_seeds_of_one_system_share_a_colour_and_one_legend_entry():
     plt.close(fig)
 
 
+def test_the_loss_panel_colours_each_system_as_the_metric_panel_does():
+    def curve(label, seed):
+        return {"dataset": "sentihood", "label": label, "seed": seed, "metric": "aspect_strict_acc",
+                "epochs": [1], "dev": [0.5], "test": [0.5], "train_loss": [0.4]}
+    fig = plots.training_curves([curve("a", 42), curve("b", 42), curve("a", 43)], loss=True)
+    metric_ax, loss_ax = fig.axes[:2]
+    solid = [line.get_color() for line in metric_ax.lines if line.get_linestyle() == "-"]   # a 42, a 43, b 42
+    assert [line.get_color() for line in loss_ax.lines] == [solid[0], solid[2], solid[1]]   # a 42, b 42, a 43
+    plt.close(fig)
+
+
 def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     metrics = {"selection_metric": "aspect_f1",
                "epochs": [{"epoch": e, "train_loss": loss, "dev": {"aspect_f1": dev}, "test": {"aspect_f1": test}}
