@@ -26,6 +26,7 @@ from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.grid import train_base
 from absa_lib.paths import repo_root
 from absa_lib.profiles import check_profile
+from absa_lib.runs import marked_complete
 
 
 @dataclass
@@ -140,6 +141,7 @@ def find_analysis(name: str, *folders_: Path) -> Path | None:
 def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: dict | None = None):
     """Figure data: computed (and saved to ``<results>/analysis/<name>``) when a model is at hand,
     else read from ``<reference>/analysis/<name>`` (the render profile) and copied to results.
+    ``meta`` names the run(s) the arrays come from (see :func:`check_sources`).
 
     Returns:
         ``(data, path written)``.
@@ -153,9 +155,27 @@ def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: 
             raise AbsaError(f"{dirs.reference / 'analysis' / name}: no analysis arrays to render from and no "
                             "trained model; run a training profile (e.g. bash run_all.sh cpu) first")
         record = load_json(source)
+        check_sources(record, source, dirs.reference)
         print(f"[analysis] {name}: loaded from {source}")
     save_json(record, target)
     return record["data"], target
+
+
+def check_sources(record, source: Path, reference: Path) -> None:
+    """Arrays read from the reference must come from runs the reference still holds: ``meta`` names
+    them (``{"run_id": ...}`` for one run, ``{label: run_id}`` for several). Arrays whose run was
+    retrained under another identity or removed are stale; rendering them would pair a figure with
+    a model the tables no longer report."""
+    if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
+        raise AbsaError(f"{source}: expected a JSON object with 'data' and a 'meta' object, as compute_or_load "
+                        "writes it; restore the file from git or recompute it with a training profile")
+    meta = record["meta"]
+    run_ids = [meta["run_id"]] if "run_id" in meta else [v for v in meta.values() if isinstance(v, str)]
+    for run_id in run_ids:
+        if not any(marked_complete(m) for m in Path(reference).glob(f"runs/*/*/{run_id}/metrics.json")):
+            raise AbsaError(f"{source}: computed from run {run_id}, which {Path(reference) / 'runs'} does not hold "
+                            "(complete); the arrays are stale: recompute them with a training profile "
+                            "(e.g. bash run_all.sh cpu) or restore that run's records")
 
 
 def show_table(df, columns: list[str] | None = None):

@@ -218,3 +218,26 @@ def test_compute_or_load_computes_or_falls_back_to_the_reference(tmp_path):
     session.save_json({"data": [3], "meta": {}}, tmp_path / "reference" / "analysis" / "y.json")
     data, path = session.compute_or_load("y.json", dirs, lambda: 1 / 0, False)
     assert data == [3] and path == tmp_path / "results" / "analysis" / "y.json" and path.is_file()
+
+
+def test_arrays_from_a_run_the_reference_no_longer_holds_are_refused(tmp_path):
+    dirs = session.Folders(results=tmp_path / "results", figures=tmp_path / "figures", runs=tmp_path / "runs",
+                           reference=tmp_path / "reference")
+    analysis = tmp_path / "reference" / "analysis"
+    session.save_json({"data": [1], "meta": {"run_id": "abc123", "seed": 42}}, analysis / "one.json")
+    session.save_json({"data": [2], "meta": {"MAN-BERT": "abc123", "OA-BERT": "def456"}}, analysis / "many.json")
+    with pytest.raises(AbsaError, match=r"one.json: computed from run abc123, which .* does not hold"):
+        session.compute_or_load("one.json", dirs, lambda: 1 / 0, False)
+    run = tmp_path / "reference" / "runs" / "sentihood" / "qacg-bert" / "abc123"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"complete": False}))
+    with pytest.raises(AbsaError, match="abc123"):                  # an unfinished run is no source either
+        session.compute_or_load("one.json", dirs, lambda: 1 / 0, False)
+    (run / "metrics.json").write_text(json.dumps({"complete": True}))
+    assert session.compute_or_load("one.json", dirs, lambda: 1 / 0, False)[0] == [1]
+    with pytest.raises(AbsaError, match="many.json: computed from run def456"):
+        session.compute_or_load("many.json", dirs, lambda: 1 / 0, False)
+    (analysis / "bad.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(AbsaError, match="bad.json: expected a JSON object with 'data'"):
+        session.compute_or_load("bad.json", dirs, lambda: 1 / 0, False)
+    assert not (tmp_path / "results" / "analysis" / "many.json").exists()

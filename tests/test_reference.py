@@ -1,0 +1,40 @@
+"""The committed reference (`results/reference/`) is what `bash run_all.sh render` shows and what the
+run cache starts from. A change to how a run's identity is computed would orphan it silently: render
+would still show the old records, while `absa grid` retrains every cell. These tests catch that, and
+tampered or half-written records, before they land."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from absa_lib.config import run_path
+from absa_lib.profiles import load_profile
+from absa_lib.runner import profile_cells
+from absa_lib.runs import load_run
+
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
+CPU_SEEDS = [42, 43, 44]            # the seeds the README reports for every row of the cpu profile
+RECORDS = sorted(p.parent for p in (REFERENCE / "runs").rglob("config.json"))
+
+
+def test_the_reference_is_not_empty():
+    assert len(RECORDS) >= 96
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
+def test_every_record_is_complete_and_its_config_hashes_to_its_run_id(path):
+    run = load_run(path)              # raises on a config whose hash is not its folder name, or unfinished
+    assert run.run_id == path.name
+    assert run.metrics["epochs"] and {"dev", "test"} <= set(run.metrics["epochs"][-1])
+    assert set(run.env) >= {"torch", "transformers", "device", "git_commit"}
+
+
+def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
+    params = load_profile("cpu")
+    params.update(seeds=CPU_SEEDS, ablation_seeds=CPU_SEEDS)
+    cells = profile_cells(params)
+    missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({run_path(c.config, '.').name})"
+               for c in cells if not (run_path(c.config, REFERENCE / "runs") / "metrics.json").is_file()]
+    assert not missing, f"{len(missing)} of {len(cells)} cells lack a record: {missing[:3]}"
