@@ -35,6 +35,7 @@ def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
     params = load_profile("cpu")
     params.update(seeds=CPU_SEEDS, ablation_seeds=CPU_SEEDS)
     cells = profile_cells(params)
-    missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({run_path(c.config, '.').name})"
-               for c in cells if not (run_path(c.config, REFERENCE / "runs") / "metrics.json").is_file()]
+    paths = [run_path(c.config, REFERENCE / "runs") for c in cells]
+    missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({path.name})"
+               for c, path in zip(cells, paths) if not (path / "metrics.json").is_file()]
     assert not missing, f"{len(missing)} of {len(cells)} cells lack a record: {missing[:3]}"
