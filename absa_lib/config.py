@@ -18,7 +18,7 @@ from pathlib import Path
 
 from absa_lib import __version__
 from absa_lib import data as D
-from absa_lib.device import PRECISIONS, default_device, resolve_precision
+from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.download import dataset_checksums, file_sha256
 from absa_lib.errors import AbsaError
 from absa_lib.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
@@ -33,7 +33,7 @@ SCHEDULES = ("linear", "constant")
 # Fields added after the first runs were recorded. At these values they reproduce the earlier
 # behaviour, so they are left out of the run identity and earlier runs keep their ids.
 NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0,
-                    "objective": "single"}
+                    "objective": "single", "compile": "none"}
 
 
 def _is_int(v) -> bool:
@@ -90,12 +90,13 @@ class TrainConfig:
     max_eval_examples: int | None = None    # the first examples (whole groups) of dev and test
     model_overrides: dict = field(default_factory=dict)
     objective: str = "single"       # single C-way head | joint | joint-dwa (absa_lib.models.joint)
+    compile: str = "none"           # none | default | reduce-overhead: torch.compile the training step
 
     def __post_init__(self) -> None:
         checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
                   ("preset", self.preset, PRESETS), ("aux", self.aux, INPUT_VARIANTS),
                   ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
-                  ("precision", self.precision, PRECISIONS),
+                  ("precision", self.precision, PRECISIONS), ("compile", self.compile, COMPILE_MODES),
                   ("objective", self.objective, OBJECTIVES)]
         for name, value, allowed in checks:
             if value not in allowed:

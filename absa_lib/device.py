@@ -11,6 +11,19 @@
 
 A run records the *resolved* precision (``bf16`` or ``fp32``), never ``auto``: the same request on a
 machine without bf16 is a different run.
+
+``--compile`` (training): the training step's forward and backward through ``torch.compile``.
+
+- ``none``: eager PyTorch.
+- ``default``: TorchInductor's fused kernels (fewer, larger kernels; the first batches of each
+  new input shape pay for compilation).
+- ``reduce-overhead``: the same, replayed as CUDA graphs: a MiniLM-size step is bound by kernel
+  launches on a GPU, and a graph replay launches the whole step at once. On a CPU it is ``default``.
+
+Compiled training pads each batch to a multiple of :data:`COMPILE_PAD_MULTIPLE` tokens, so a run
+sees a handful of input shapes instead of one per length (padding is masked out; the math is the
+same). The compiled step draws its dropout masks from a different random stream, so a compiled run
+is a different run (the setting is part of its identity), as a different seed would be.
 """
 
 from __future__ import annotations
@@ -23,6 +36,8 @@ import torch
 from absa_lib.errors import AbsaError
 
 PRECISIONS = ("auto", "fp32", "bf16")
+COMPILE_MODES = ("none", "default", "reduce-overhead")
+COMPILE_PAD_MULTIPLE = 16
 
 
 def default_device() -> torch.device:
@@ -50,3 +65,15 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context for a resolved ``precision`` (a no-op for ``fp32``)."""
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def compiled(model: torch.nn.Module, mode: str):
+    """``model`` itself for ``none``, else its ``torch.compile`` wrapper (shares the parameters;
+    save and evaluate through ``model``). Shapes start static; a second length makes them dynamic."""
+    if mode not in COMPILE_MODES:
+        raise AbsaError(f"compile={mode!r} is not one of {', '.join(COMPILE_MODES)}")
+    if mode == "none":
+        return model
+    if hasattr(model, "dense_routing"):          # bert-single: static shapes (models.per_context)
+        model.dense_routing = True
+    return torch.compile(model, mode=None if mode == "default" else mode)

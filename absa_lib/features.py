@@ -95,14 +95,14 @@ def encode_batch(examples: list[Example], aux: str, tokenizer: PreTrainedTokeniz
     return batch, [tokenizer.convert_ids_to_tokens(e.input_ids) for e in encoded]
 
 
-def collate(batch: list[Encoded], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad a batch to its longest sequence.
+def collate(batch: list[Encoded], pad_token_id: int = 0, pad_multiple: int = 1) -> dict[str, torch.Tensor]:
+    """Pad a batch to its longest sequence (rounded up to a multiple of ``pad_multiple``).
 
     Returns:
         ``input_ids``, ``attention_mask``, ``token_type_ids``: (B, T) int64; ``context_ids``: (B,);
         ``labels``: (B,).
     """
-    T = max(len(e.input_ids) for e in batch)
+    T = -(-max(len(e.input_ids) for e in batch) // pad_multiple) * pad_multiple
     input_ids = torch.full((len(batch), T), pad_token_id, dtype=torch.long)
     token_type_ids = torch.zeros((len(batch), T), dtype=torch.long)
     attention_mask = torch.zeros((len(batch), T), dtype=torch.long)
@@ -155,8 +155,8 @@ def by_length(encoded: list[Encoded], batch_size: int) -> list[list[int]]:
     return sequential(order, batch_size)
 
 
-def batches(encoded: list[Encoded], index_batches: list[list[int]], pad_token_id: int = 0
-            ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+def batches(encoded: list[Encoded], index_batches: list[list[int]], pad_token_id: int = 0,
+            pad_multiple: int = 1) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     """Yield ``(indices, collated batch)`` for each list of indices."""
     for idx in index_batches:
-        yield idx, collate([encoded[i] for i in idx], pad_token_id)
+        yield idx, collate([encoded[i] for i in idx], pad_token_id, pad_multiple)

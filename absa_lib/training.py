@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 from absa_lib import data as D
 from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_checksums
 from absa_lib.config import TrainConfig, check_max_length, resolved, run_identity, run_path
-from absa_lib.device import autocast, default_device
+from absa_lib.device import COMPILE_PAD_MULTIPLE, autocast, compiled, default_device
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, sequential
 from absa_lib.fileio import atomic_write_json
@@ -110,13 +110,14 @@ class _Progress:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=total, desc=desc, leave=False)
 
-    def update(self, loss: float) -> None:
+    def update(self, loss: torch.Tensor) -> None:
+        """One step done; ``loss`` is read (a host sync) only when it is shown."""
         self.n += 1
         if self.tty:
             self.bar.update(1)
-            self.bar.set_postfix(loss=f"{loss:.4f}")
+            self.bar.set_postfix(loss=f"{loss.item():.4f}")
         elif self.enabled and (self.n % max(1, self.total // 10) == 0 or self.n == self.total):
-            print(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss:.4f}", file=sys.stderr, flush=True)
+            print(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.tty:
@@ -130,6 +131,7 @@ class _Session:
     config: TrainConfig
     path: Path
     model: torch.nn.Module
+    step_model: torch.nn.Module                          # ``model``, or its compiled wrapper
     optimizer: torch.optim.Optimizer
     device: torch.device
     pad_id: int
@@ -185,7 +187,7 @@ def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Sessio
     if state is not None:                                   # resume after an interruption
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    return _Session(config, path, model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
+    return _Session(config, path, model, compiled(model, config.compile), optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     SELECTION_METRIC[config.dataset], steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}})
 
@@ -196,22 +198,26 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     s.model.train()
     t0, losses = time.time(), []
     order = epoch_batches(config, s.train_enc, epoch)
+    pad_multiple = 1 if config.compile == "none" else COMPILE_PAD_MULTIPLE
     bar = _Progress(progress, len(order), f"epoch {epoch}/{config.epochs}")
-    for _, batch in batches(s.train_enc, order, s.pad_id):
+    for _, batch in batches(s.train_enc, order, s.pad_id, pad_multiple):
         factor = lr_factor(state["step"], s.total_steps, config.warmup, config.schedule)
         for group in s.optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
         with autocast(s.device, config.precision):
-            loss = s.model(**to_device(batch, s.device)).loss
+            loss = s.step_model(**to_device(batch, s.device)).loss
         loss.backward()
+        if getattr(s.model, "dense_routing", False):
+            s.model.drop_absent_grads(batch["context_ids"])
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), config.max_grad_norm)
         s.optimizer.step()
         s.optimizer.zero_grad(set_to_none=True)
         state["step"] += 1
-        losses.append(loss.item())
+        losses.append(loss.detach().clone())      # no host sync per step (clone: CUDA graphs reuse outputs)
         bar.update(losses[-1])
     bar.close()
-    return {"epoch": epoch, "train_loss": float(np.mean(losses)), "seconds": time.time() - t0}
+    loss = float(np.mean(torch.stack(losses).tolist())) if losses else float("nan")
+    return {"epoch": epoch, "train_loss": loss, "seconds": time.time() - t0}
 
 
 def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> None:

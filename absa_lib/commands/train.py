@@ -49,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="auto (default: bf16 on CUDA and CPUs with native bf16, else fp32) | fp32 | bf16")
     p.add_argument("--group-by-length", action="store_true",
                    help="batches of inputs of similar length (less padding; part of the run's identity)")
+    p.add_argument("--compile", default=_DEFAULTS.compile,
+                   help="none (default) | default | reduce-overhead: torch.compile the training step "
+                   "(reduce-overhead: as CUDA graphs, for a GPU); part of the run's identity")
     p.add_argument("--override", action="append", default=[], metavar="KEY=JSON",
                    help='model config override, e.g. --override quasi=false --override gate_activation=\'"sigmoid"\'')
     p.add_argument("--out", default=None, help="runs folder (default: ./runs or $ABSA_RUNS_DIR)")
@@ -83,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         max_eval_examples=args.max_eval_examples, eval_batch_size=args.eval_batch_size, warmup=args.warmup,
         weight_decay=args.weight_decay, adam_eps=args.adam_eps, max_grad_norm=args.max_grad_norm,
         schedule=args.schedule, head_lr_mult=args.head_lr_mult, precision=args.precision,
-        group_by_length=args.group_by_length,
+        group_by_length=args.group_by_length, compile=args.compile,
         model_overrides=_overrides(args.override), objective=args.objective)
 
 

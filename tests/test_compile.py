@@ -1,0 +1,96 @@
+"""The compiled training step (``compile``): its identity, its padding, and bert-single's dense routing.
+
+Compiling itself is slow on a CPU (a minute for the tiny model), so these tests check what the
+compiled step relies on, not a compiled run; the GPU speed is in the README's measured table.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from absa_lib import config as run_config
+from absa_lib import device as DV
+from absa_lib.errors import AbsaError
+from absa_lib.features import Encoded, collate
+from absa_lib.models import build_model
+from absa_lib.models.per_context import build_per_context
+
+
+def test_compile_is_validated_and_left_out_of_the_identity_when_off():
+    with pytest.raises(AbsaError, match="compile='fast' is not one of none, default, reduce-overhead"):
+        run_config.TrainConfig(compile="fast")
+    off = run_config.run_identity(run_config.TrainConfig(backbone="tiny"))
+    on = run_config.run_identity(run_config.TrainConfig(backbone="tiny", compile="reduce-overhead"))
+    assert "compile" not in off["config"]                 # runs trained before the option keep their ids
+    assert on["config"]["compile"] == "reduce-overhead"
+    assert run_config.config_hash(off) != run_config.config_hash(on)
+
+
+def test_padding_to_a_multiple_changes_the_shape_not_the_tokens():
+    enc = [Encoded([5] * 7, [0] * 7, 1, 0), Encoded([6] * 19, [0] * 10 + [1] * 9, 2, 1)]
+    plain, padded = collate(enc, 0), collate(enc, 0, pad_multiple=16)
+    assert plain["input_ids"].shape == (2, 19) and padded["input_ids"].shape == (2, 32)
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        assert torch.equal(padded[key][:, :19], plain[key])
+        assert not padded[key][:, 19:].any()
+    exact = collate([Encoded([5] * 32, [0] * 32, 0, 0)], 0, pad_multiple=16)
+    assert exact["input_ids"].shape == (1, 32)
+
+
+def test_padding_to_a_multiple_leaves_the_model_output_unchanged():
+    torch.manual_seed(0)
+    model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()
+    enc = [Encoded(list(range(5, 5 + n)), [0] * (n - 4) + [1] * 4, n % 8, 0) for n in (9, 13, 6)]
+    with torch.no_grad():
+        outs = [model(**{k: v for k, v in collate(enc, 0, m).items() if k != "labels"}).logits for m in (1, 16)]
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-5, rtol=1e-5)
+
+
+def test_compiled_returns_the_model_when_off_and_a_wrapper_sharing_its_parameters_when_on():
+    model = build_model("bert-pair", backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4)
+    assert DV.compiled(model, "none") is model
+    wrapped = DV.compiled(model, "default")                # compiles lazily, on the first call
+    assert wrapped is not model and wrapped._orig_mod is model
+    assert [p.data_ptr() for p in wrapped.parameters()] == [p.data_ptr() for p in model.parameters()]
+    with pytest.raises(AbsaError, match="compile='eager'"):
+        DV.compiled(model, "eager")
+
+
+def _batch():
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, 100, (6, 9), generator=g)
+    mask = torch.ones(6, 9, dtype=torch.long)
+    mask[0, 6:] = 0
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
+            "context_ids": torch.tensor([0, 3, 5, 3, 0, 6]), "labels": torch.tensor([0, 1, 2, 1, 0, 2])}
+
+
+def test_bert_single_dense_routing_gives_the_sparse_loss_gradients_and_skipped_models():
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
+    grads = {}
+    for dense in (False, True):
+        model.dense_routing = dense
+        model.zero_grad(set_to_none=True)
+        out = model(**_batch())
+        out.loss.backward()
+        if dense:
+            model.drop_absent_grads(_batch()["context_ids"])
+        grads[dense] = (out.loss.detach(), {n: p.grad for n, p in model.named_parameters()})
+    torch.testing.assert_close(grads[True][0], grads[False][0])
+    for name, g in grads[False][1].items():
+        dense_g = grads[True][1][name]
+        if g is None:                                        # contexts 1, 2, 4, 7: absent from the batch
+            assert dense_g is None, name
+        else:
+            torch.testing.assert_close(dense_g, g, atol=1e-6, rtol=1e-5)
+    absent = {int(n.split(".")[1]) for n, g in grads[True][1].items() if g is None}
+    assert absent == {1, 2, 4, 7}
+
+
+def test_compiling_bert_single_switches_it_to_dense_routing():
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4)
+    assert model.dense_routing is False
+    DV.compiled(model, "reduce-overhead")
+    assert model.dense_routing is True
