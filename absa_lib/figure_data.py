@@ -248,6 +248,11 @@ def training_curve(metrics: dict, dataset: str, label: str, loss: bool = False, 
 
 def curves_from_runs(runs: list) -> list[dict]:
     """Per-run curves for :func:`absa_lib.plots.training_curves` from run records, labelled by
-    system (model and input) so that the seeds of one system share a colour."""
-    return [training_curve(run.metrics, run.config["dataset"], f"{run.config['model']} {run.config['aux']}",
-                           seed=run.config.get("seed")) for run in runs]
+    system (model and input) so that the seeds of one system share a colour; when the runs span
+    several budgets, the label names the budget too (``minilm, 25 epochs``)."""
+    from absa_lib.tables import budget_key, budget_label
+
+    several = len({budget_key(run.config) for run in runs}) > 1
+    return [training_curve(run.metrics, run.config["dataset"], f"{run.config['model']} {run.config['aux']}"
+                           + (f" ({budget_label(run.config)})" if several else ""), seed=run.config.get("seed"))
+            for run in runs]

@@ -206,7 +206,8 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
     """
     datasets = list(dict.fromkeys(c["dataset"] for c in curves)) or ["(no runs)"]
     panels = len(datasets) + int(loss)
-    fig, axes = _new((5.0 * panels, 3.4), 1, panels)
+    n_legend = max((len({c["label"] for c in curves if c["dataset"] == d}) for d in datasets), default=0)
+    fig, axes = _new((5.0 * panels, 3.4 + 0.16 * n_legend), 1, panels)   # room for a one-column legend below
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     color_of = {label: colors[k % len(colors)]            # one colour per system, the same in every panel
                 for k, label in enumerate(dict.fromkeys(c["label"] for c in curves))}
@@ -236,7 +237,7 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
         ax.set(xlabel="epoch", ylabel=f"{(metric_names or {}).get(metric, metric)} (%)",
                title=f"{dataset}: test (solid), dev (dashed)")
         if mine:
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below: never over a point
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)  # below: never over a point
     return fig
 
 
@@ -248,7 +249,9 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
             ``<metric>``, ``<metric>_sd``, and ``n_seeds`` when known).
         floor: ``(name, value)`` of the best trivial predictor on this metric, drawn as a dashed line.
     """
-    labels = [f"{v} [{s}]" for v, s in zip(df["variant"], df["selection"])]
+    budgets = df["budget"].tolist() if "budget" in df else [""] * len(df)
+    several = len({b for b in budgets if b}) > 1           # then each bar names its budget
+    labels = [f"{v} [{s}]" + (f" ({b})" if several and b else "") for v, s, b in zip(df["variant"], df["selection"], budgets)]
     means = df[metric].to_numpy(dtype=float)
     sds = np.nan_to_num(df[f"{metric}_sd"].to_numpy(dtype=float))
     seeds = df["n_seeds"].tolist() if "n_seeds" in df else [None] * len(df)

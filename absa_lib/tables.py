@@ -49,7 +49,8 @@ _ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a fi
 # Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
 GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
                 "head_lr_mult", "precision", "group_by_length",
-                "max_eval_examples")
+                "max_eval_examples", "compile")
+_NOT_RECORDED = {"compile": "none"}    # a field older records lack, at the value they were trained with
 
 
 def run_ids(runs: list) -> str:
@@ -78,8 +79,24 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
     return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in METRICS[dataset]}
 
 
-def _group_key(config: dict) -> tuple:
-    return tuple(str(config.get(k)) for k in GROUP_FIELDS)
+def budget_key(config: dict) -> tuple:
+    """What, besides the seed, makes runs of one system comparable (backbone and training budget)."""
+    return tuple(str(config.get(k, _NOT_RECORDED.get(k))) for k in GROUP_FIELDS)
+
+
+def split_by_budget(runs: list) -> list[list]:
+    """``runs`` in groups of one :func:`budget_key` each (most runs first): runs of different
+    budgets are never averaged together."""
+    groups: dict[tuple, list] = {}
+    for r in runs:
+        groups.setdefault(budget_key(r.config), []).append(r)
+    return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
+
+
+def budget_label(config: dict) -> str:
+    """A short name of a run's budget for table cells, e.g. ``minilm, 25 epochs``."""
+    n = config.get("epochs")
+    return f"{config.get('backbone')}, {n} epoch{'s' if n != 1 else ''}"
 
 
 def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
@@ -107,7 +124,7 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
     return out
 
 
-def _budget(config: dict) -> str:
+def budget_text(config: dict) -> str:
     """The training budget of a run, as a table footnote shows it."""
     n = config.get("max_train_examples")
     parts = [f"{config.get('epochs')} epoch(s)", f"train examples: {'all' if n is None else f'{int(n):,}'}",
@@ -115,6 +132,8 @@ def _budget(config: dict) -> str:
              f"head lr x{config.get('head_lr_mult', 1.0)}", f"max length {config.get('max_length')}",
              f"batch {config.get('batch_size')}", config.get("precision", "fp32"),
              "length-grouped batches" if config.get("group_by_length") else "random batches"]
+    if config.get("compile", "none") != "none":
+        parts.append(f"compiled ({config['compile']})")
     return ", ".join(parts)
 
 
@@ -124,7 +143,7 @@ def _ours(dataset: str, protocol: str, group: list) -> dict:
     cfg = group[0].config
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), "budget": _budget(cfg), "run_ids": run_ids(group)}
+            "max_train_examples": cfg.get("max_train_examples"), "budget": budget_text(cfg), "run_ids": run_ids(group)}
     for key, (mean, sd) in aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in group]).items():
         ours[key], ours[f"{key}_sd"] = mean, sd
     return ours
@@ -183,7 +202,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
         mine = [r for r in runs if matches(r.config, row, dataset)]
         groups: dict[tuple, list] = {}
         for r in mine:
-            groups.setdefault(_group_key(r.config), []).append(r)
+            groups.setdefault(budget_key(r.config), []).append(r)
         for protocol in protocols:
             if not groups:
                 records.append({**base, "source": "not run", "selection": protocol, "backbone": "", "n_seeds": 0,

@@ -7,6 +7,10 @@ systems of notebook 06, each a mean ± sd (%) over seeds of the paper's test met
 * :func:`comparison_table`: every spec of notebook 06 at the dev-best epoch with the test-best
   epoch beside it.
 
+Runs of different budgets (backbone, epochs, learning rate...: :func:`absa_lib.tables.budget_key`)
+are never averaged together: a variant run at two budgets has one row per budget, named in the
+``budget`` column, with the full budget in a footnote.
+
 Both end with the trivial predictors (all-None, majority polarity) when given
 (:func:`absa_lib.tables.trivial_baselines`), in the row format of Tables 1-2: ``source`` is
 ``trivial`` (our rows: ``ours``), values in %, no sd.
@@ -19,7 +23,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from absa_lib.paper_numbers import METRICS
-from absa_lib.tables import TRIVIAL, aggregate_metrics, format_cell, run_ids, trivial_values
+from absa_lib.tables import (TRIVIAL, aggregate_metrics, budget_label, budget_text, format_cell, run_ids,
+                             split_by_budget, trivial_values)
 
 OURS = "ours"
 TRIVIAL_CHANGE = "constant predictor scored on the test set (the floor of each metric)"
@@ -52,30 +57,45 @@ def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dic
     trivial predictor (``trivial``: :func:`absa_lib.tables.trivial_baselines` of ``dataset``)."""
     records = []
     for v in variants:
-        per_run = [r.selected(v.protocol)["test"] for r in v.runs]
-        agg = aggregate_metrics(dataset, per_run)
-        rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(v.runs),
-               "run_ids": run_ids(v.runs), "source": OURS}
-        for key, (mean, sd) in agg.items():
-            rec[key], rec[f"{key}_sd"] = mean, sd
-        records.append(rec)
-    records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, "run_ids": "",
-                 "source": TRIVIAL, **trivial_values(dataset, metrics)} for name, metrics in (trivial or {}).items()]
+        for runs in split_by_budget(v.runs) or [[]]:
+            agg = aggregate_metrics(dataset, [r.selected(v.protocol)["test"] for r in runs])
+            rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
+                   **_budget_columns(runs), "run_ids": run_ids(runs), "source": OURS}
+            for key, (mean, sd) in agg.items():
+                rec[key], rec[f"{key}_sd"] = mean, sd
+            records.append(rec)
+    records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, "budget": "",
+                 "budget_text": "", "run_ids": "", "source": TRIVIAL, **trivial_values(dataset, metrics)}
+                for name, metrics in (trivial or {}).items()]
     return pd.DataFrame.from_records(records)
 
 
+def _budget_columns(runs: list) -> dict:
+    """``budget`` (short, e.g. ``minilm, 1 epoch``) and ``budget_text`` (in full) of one budget's runs."""
+    if not runs:
+        return {"budget": "", "budget_text": ""}
+    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config)}
+
+
+def _budget_footnotes(df: pd.DataFrame) -> list[str]:
+    """One line per budget in the table: its short name and the full budget."""
+    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"]))
+    return [f"\n_{short}: {full}._" for short, full in pairs if short]
+
+
 def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
-    """Markdown version of :func:`ablation_table` (cells mean ± sd, %)."""
+    """Markdown version of :func:`ablation_table` (cells mean ± sd, %), the budgets in footnotes."""
     metrics = METRICS[dataset]
-    header = ["Variant", "Change", "Selection", "Seeds"] + [t for _, t, _ in metrics]
+    header = ["Variant", "Change", "Selection", "Budget", "Seeds"] + [t for _, t, _ in metrics]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in df.to_dict("records"):
         trivial = rec["source"] == TRIVIAL
-        cells = [rec["variant"], rec["change"]] + (["–", "–"] if trivial else [rec["selection"], str(rec["n_seeds"])])
+        cells = [rec["variant"], rec["change"]] + (["–", "–", "–"] if trivial else [
+            rec["selection"], rec["budget"] or "–", str(rec["n_seeds"])])
         cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] or trivial else "–"
                   for k, _, d in metrics]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _budget_footnotes(df)) + "\n"
 
 
 def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -85,20 +105,20 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     :func:`absa_lib.tables.trivial_baselines` of ``dataset``), the same under both selections."""
     records = []
     for spec in specs:
-        runs = grid.get((dataset, spec.label), [])
-        rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
-               "change": spec.change, "n_seeds": len(runs),
-               "backbone": " ".join(sorted({str(r.config.get("backbone")) for r in runs})),
-               "run_ids": run_ids(runs), "source": OURS}
-        for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
-            agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])
-            for key, (mean, sd) in agg.items():
-                rec[key + suffix], rec[f"{key}{suffix}_sd"] = mean, sd
-        records.append(rec)
+        for runs in split_by_budget(grid.get((dataset, spec.label), [])) or [[]]:
+            rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
+                   "change": spec.change, "n_seeds": len(runs),
+                   "backbone": str(runs[0].config.get("backbone")) if runs else "", **_budget_columns(runs),
+                   "run_ids": run_ids(runs), "source": OURS}
+            for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
+                agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])
+                for key, (mean, sd) in agg.items():
+                    rec[key + suffix], rec[f"{key}{suffix}_sd"] = mean, sd
+            records.append(rec)
     for name, metrics in (trivial or {}).items():
         values = trivial_values(dataset, metrics)
         records.append({"label": name, "model": "", "aux": "", "objective": "", "change": TRIVIAL_CHANGE,
-                        "n_seeds": 0, "backbone": "", "run_ids": "", "source": TRIVIAL,
+                        "n_seeds": 0, "backbone": "", "budget": "", "budget_text": "", "run_ids": "", "source": TRIVIAL,
                         **{f"{key}{suffix}{sd}": values[key + sd] for key, _, _ in METRICS[dataset]
                            for suffix in ("", "_test_best") for sd in ("", "_sd")}})
     return pd.DataFrame.from_records(records)
@@ -107,18 +127,18 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
 def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
     """Cells ``dev-best mean ± sd [test-best mean ± sd]`` in % ('–': no run); trivial rows: the value."""
     metrics = METRICS[dataset]
-    header = ["Model", "Input", "Objective", "Seeds"] + [t for _, t, _ in metrics]
+    header = ["Model", "Input", "Objective", "Budget", "Seeds"] + [t for _, t, _ in metrics]
     lines = [f"# {title}", "",
              ("Test set, %: mean ± sd over seeds at the **dev-best** epoch, and in brackets at the "
               "test-best epoch (the official code's selection on the test set, optimistic)."), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in df.to_dict("records"):
         if rec["source"] == TRIVIAL:
-            cells = [rec["label"], "–", "–", "–"] + [format_cell(rec[k], rec[f"{k}_sd"], d) for k, _, d in metrics]
+            cells = [rec["label"], "–", "–", "–", "–"] + [format_cell(rec[k], rec[f"{k}_sd"], d) for k, _, d in metrics]
             lines.append("| " + " | ".join(cells) + " |")
             continue
         cells = [rec["label"], "sentence + auxiliary" if rec["aux"] != "none" else "sentence + context id",
-                 rec["objective"], str(rec["n_seeds"])]
+                 rec["objective"], rec["budget"] or "–", str(rec["n_seeds"])]
         for key, _, dec in metrics:
             if not rec["n_seeds"]:
                 cells.append("–")
@@ -126,6 +146,7 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
             dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
             cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
         lines.append("| " + " | ".join(cells) + " |")
+    lines += _budget_footnotes(df)
     if (df["source"] == TRIVIAL).any():
         lines += ["", f"_`(trivial)` rows: {TRIVIAL_CHANGE}; no epoch is selected._"]
     return "\n".join(lines) + "\n"

@@ -24,11 +24,12 @@ CELL = re.compile(r"^(?P<mean>–|-?\d+(?:\.\d+)?)(?: ± (?P<sd>\d+(?:\.\d+)?))?
 
 
 def _status_tables(readme: str) -> list[list[list[str]]]:
-    """The tables of the README's "Status of the numbers" section whose header starts `| model | seeds |`."""
+    """The tables of the README's "Status of the numbers" section whose header starts
+    `| model | budget | seeds |`."""
     section = readme.split("## Status of the numbers", 1)[1].split("\n## ", 1)[0]
     tables, current = [], None
     for line in section.splitlines():
-        if line.startswith("| model | seeds |"):
+        if line.startswith("| model | budget | seeds |"):
             current = [[c.strip() for c in line.strip("|").split("|")]]
             tables.append(current)
         elif current is not None and line.startswith("|"):
@@ -47,16 +48,24 @@ def _same(readme_cell: str, value: str) -> bool:
     return value != "" and f"{float(value):.{digits}f}" == readme_cell
 
 
+def _budget(csv_row: dict) -> str:
+    """The README's budget cell of a rendered row (absa_lib.tables.budget_label): `minilm, 25 epochs`."""
+    if csv_row["source"] != "ours":
+        return "–"
+    n = int(float(csv_row["epochs"]))
+    return f"{csv_row['backbone']}, {n} epoch{'s' if n != 1 else ''}"
+
+
 def _check(header: list[str], row: list[str], csv_rows: list[dict], columns: dict) -> list[str]:
-    model, seeds, cells = row[0], row[1], row[2:]
+    model, budget, seeds, cells = row[0], row[1], row[2], row[3:]
     matches = [r for r in csv_rows if r["model"] == model and r["source"] in ("ours", "trivial")
-               and r["selection"] in ("dev_best", "")]
+               and r["selection"] in ("dev_best", "") and _budget(r) == budget]
     if len(matches) != 1:
-        return [f"README row {model!r}: {len(matches)} dev-best rows in the CSV, expected 1"]
+        return [f"README row {model!r} ({budget}): {len(matches)} dev-best rows in the CSV, expected 1"]
     ref, wrong = matches[0], []
     if ref["source"] == "ours" and seeds != ref["n_seeds"]:
         wrong.append(f"{model}: seeds {seeds} in the README, {ref['n_seeds']} rendered")
-    for name, cell in zip(header[2:], cells):
+    for name, cell in zip(header[3:], cells):
         m = CELL.match(cell)
         if m is None:
             wrong.append(f"{model} / {name}: cannot read {cell!r}")
@@ -73,7 +82,7 @@ def test_readme_status_tables_match_the_rendered_results():
     found = {}
     for table in tables:
         header = table[0]
-        name = next((f for f, cols in TABLES.items() if set(header[2:]) == set(cols)), None)
+        name = next((f for f, cols in TABLES.items() if set(header[3:]) == set(cols)), None)
         if name is not None:
             found[name] = table
     assert set(found) == set(TABLES), f"README status tables found: {sorted(found)}"

@@ -27,7 +27,7 @@ SPEC = {"BERT-single (Sun et al. 2019)": ("bert-single", "single"), "BERT-pair (
 
 
 def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", sampler="uniform",
-             overrides=None, backbone="minilm"):
+             overrides=None, backbone="minilm", **budget):
     """A finished run whose every test metric is ``test_value`` at dev_best and 0.9 at test_best."""
     def metrics(v):
         return {k: v for k in METRIC_KEYS[dataset]}
@@ -35,6 +35,8 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
            "model_overrides": overrides or {}, "backbone": backbone, "epochs": 3, "batch_size": 24,
            "lr": 2e-5, "max_length": 128, "max_train_examples": None, "max_eval_examples": None,
            "run_id": f"{model}-{aux}-{seed}-{preset}-{sampler}-{backbone}"}
+    cfg.update(budget)
+    cfg["run_id"] += "".join(f"-{k}{v}" for k, v in budget.items())
     sel = {"dev_best": {"epoch": 2, "dev": metrics(dev_value), "test": metrics(test_value)},
            "test_best": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)},
            "last": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)}}
@@ -154,7 +156,29 @@ def test_ablation_table_means():
     assert df.n_seeds.tolist() == [2, 1, 2, 0]
     assert math.isnan(df.aspect_strict_acc.iloc[3])
     md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
-    assert "| λ_A = 0 | quasi off | dev_best | 1 | 50.0 |" in md
+    assert "| λ_A = 0 | quasi off | dev_best | minilm, 3 epochs | 1 | 50.0 |" in md
+    assert "_minilm, 3 epochs: 3 epoch(s), train examples: all, lr 2e-05" in md
+
+
+def test_runs_of_different_budgets_are_never_averaged_together():
+    """A variant (or system) trained at two budgets gets one row per budget, most seeds first; a
+    record without the newer ``compile`` field is the same budget as one that says ``none``."""
+    short = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, v) for s, v in ((1, 0.6), (2, 0.7))]
+    short[1].config["compile"] = "none"
+    long = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.9, epochs=25, compile="reduce-overhead")]
+    Variant = variant_tables.Variant
+    df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", short + long)])
+    assert df.n_seeds.tolist() == [2, 1]
+    assert df.aspect_strict_acc.tolist() == pytest.approx([65.0, 90.0])
+    assert df.budget.tolist() == ["minilm, 3 epochs", "minilm, 25 epochs"]
+    md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
+    assert "25 epoch(s)" in md and "compiled (reduce-overhead)" in md
+    spec = grid.Spec("QACG-BERT", "qacg-bert", "NLI-M")
+    cmp = variant_tables.comparison_table("sentihood", {("sentihood", "QACG-BERT"): short + long}, [spec])
+    assert cmp.n_seeds.tolist() == [2, 1] and cmp.aspect_strict_acc.tolist() == pytest.approx([65.0, 90.0])
+    assert "| minilm, 25 epochs | 1 |" in variant_tables.comparison_markdown(cmp, "sentihood", "Other")
+    t1 = T.build_table("sentihood", short + long, protocols=("dev_best",), models=("qacg-bert",))
+    assert sorted(t1[t1.source == "ours"].n_seeds.tolist()) == [1, 2]
 
 
 
@@ -174,7 +198,7 @@ def test_variant_tables_end_with_the_trivial_rows():
     assert cmp.aspect_auc.tolist() == pytest.approx([60.0, 25.0, 50.0])
     assert cmp.aspect_auc_test_best.tolist() == pytest.approx([90.0, 25.0, 50.0])   # no selection for constants
     md = variant_tables.comparison_markdown(cmp, "sentihood", "Other attention")
-    assert "| All-None (trivial) | – | – | – | 25.0 | 25.0 |" in md and "60.0 [90.0]" in md
+    assert "| All-None (trivial) | – | – | – | – | 25.0 | 25.0 |" in md and "60.0 [90.0]" in md
 
 
 def test_trivial_rows_of_the_variant_tables_are_the_constant_predictors(real_data_dir):
