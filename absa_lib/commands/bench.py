@@ -8,7 +8,10 @@ available); inference is a forward pass under ``torch.inference_mode``. Batches 
 random (seeded) from the split, encoded with ``absa_lib.features.encode_examples`` and padded to the
 longest sequence in the batch (dynamic padding, as in training); every model sees the same
 batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
-batches) and the one asked for (``--precision``, ``--group-by-length``). With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
+batches, eager) and the one asked for (``--precision``, ``--group-by-length``, ``--compile``; a
+compiled setting pads its batches as compiled training does, and its first batches of each shape
+pay for compilation, so give it ``--repeats 2`` or more; inference stays eager, as evaluation in
+training does). With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
 each batch the fastest of the repeats counts (other processes on a shared machine only ever add
 time; the JSON also has each round's total and their median). ``--threads 1`` gives steadier numbers when other jobs share the CPU.
 """
@@ -48,13 +51,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the fast setting's precision (default auto: bf16 where native, else fp32)")
     p.add_argument("--group-by-length", action="store_true",
                    help="the fast setting batches inputs of similar length (as absa train --group-by-length)")
+    p.add_argument("--compile", default="none", choices=("none", "default", "reduce-overhead"),
+                   help="the fast setting's training step through torch.compile (as absa train --compile)")
     p.add_argument("--no-inference", action="store_true", help="time training only")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
-def _batches(args, tokenizer, encoded: list, group_by_length: bool) -> list[dict]:
+def _batches(args, tokenizer, encoded: list, group_by_length: bool, pad_multiple: int = 1) -> list[dict]:
     """The same seeded inputs of the split (``encoded``: all of them), in random batches or in
     batches of similar length (as training)."""
     import torch
@@ -67,7 +72,7 @@ def _batches(args, tokenizer, encoded: list, group_by_length: bool) -> list[dict
     chosen = [encoded[i] for i in (order * (n // len(order) + 1))[:n]]
     index = (length_grouped(list(range(n)), [len(e.input_ids) for e in chosen], args.batch_size, g)
              if group_by_length else sequential(list(range(n)), args.batch_size))
-    return [b for _, b in batches(chosen, index, tokenizer.pad_token_id or 0)]
+    return [b for _, b in batches(chosen, index, tokenizer.pad_token_id or 0, pad_multiple)]
 
 
 def _sync(device) -> None:
@@ -77,14 +82,15 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def _train_step(model, optimizer, batch, device, precision) -> float:
+def _train_step(model, optimizer, batch, device, precision, step_model=None) -> float:
+    """One timed training step; ``step_model``: the compiled forward (default ``model``)."""
     from absa_lib.device import autocast
 
     model.train()
     _sync(device)
     t0, c0 = time.perf_counter(), time.process_time()
     with autocast(device, precision):
-        loss = model(**batch).loss
+        loss = (model if step_model is None else step_model)(**batch).loss
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -129,10 +135,11 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = load_tokenizer(args.backbone)
-    # two settings side by side: the baseline (fp32, random batches) and the one asked for
-    fast = (resolve_precision(args.precision, device), args.group_by_length)
-    settings = {"fp32 random": ("fp32", False)}
-    settings.setdefault(f"{fast[0]} {'grouped' if fast[1] else 'random'}", fast)
+    # two settings side by side: the baseline (fp32, random batches, eager) and the one asked for
+    fast = (resolve_precision(args.precision, device), args.group_by_length, args.compile)
+    settings = {"fp32 random": ("fp32", False, "none")}
+    label = f"{fast[0]} {'grouped' if fast[1] else 'random'}" + ("" if fast[2] == "none" else f" {fast[2]}")
+    settings.setdefault(label, fast)
     data = _setting_batches(args, tokenizer, settings, device)
     args.model = list(dict.fromkeys(args.model))            # each model once
     models = _warmed_up_models(args, settings, data, device)
@@ -148,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
              "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
              "batch_size": args.batch_size, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
              "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
-             "repeats": args.repeats, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
+             "repeats": args.repeats, "compile": args.compile, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
     if args.json:
         print(json.dumps({"setup": setup, "results": rows}, indent=2))
     else:
@@ -159,21 +166,25 @@ def run(args: argparse.Namespace) -> int:
 def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:
     """Per setting: (warm-up batches, timed batches) on ``device``, from one encoding of the split."""
     from absa_lib import data as D
+    from absa_lib.device import COMPILE_PAD_MULTIPLE
     from absa_lib.features import encode_examples
     from absa_lib.inference import to_device
 
     examples = D.load_examples(args.dataset, args.split, data_dir=args.data_dir)
     encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
     data = {}
-    for label, (_, grouped) in settings.items():
-        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped)]
+    for label, (_, grouped, mode) in settings.items():
+        pad = 1 if mode == "none" else COMPILE_PAD_MULTIPLE
+        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad)]
         data[label] = batches[:args.warmup], batches[args.warmup:]
     return data
 
 
 def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tuple]:
-    """Each model with its optimizer, after the untimed warm-up batches of every setting."""
+    """Each model with its optimizer and its step per setting (compiled where asked), after the
+    untimed warm-up batches of every setting."""
     from absa_lib import data as D
+    from absa_lib.device import compiled
     from absa_lib.inputs import variant_num_labels
     from absa_lib.models import build_model
     from absa_lib.optim import adamw
@@ -185,11 +196,12 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
                             num_contexts=D.num_contexts(args.dataset),
                             num_aspects=D.group_size(args.dataset)).to(device)
         opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
-        for label, (precision, _) in settings.items():
+        steps = {label: compiled(model, mode) for label, (_, _, mode) in settings.items()}
+        for label, (precision, _, _) in settings.items():
             for batch in data[label][0]:
-                _train_step(model, opt, batch, device, precision)
+                _train_step(model, opt, batch, device, precision, steps[label])
                 _infer(model, batch, device, precision)
-        models[name] = (model, opt)
+        models[name] = (model, opt, steps)
     return models
 
 
@@ -201,8 +213,9 @@ def _timed_rounds(args, models: dict, settings: dict, data: dict, phases: tuple[
     for r in range(args.repeats):
         for b in range(args.steps):
             for name, label in keys:
-                (model, opt), precision, batch = models[name], settings[label][0], data[label][1][b]
-                times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision))
+                (model, opt, steps), precision, batch = models[name], settings[label][0], data[label][1][b]
+                times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision,
+                                                                    steps[label]))
                 if "infer" in phases:
                     times[(name, label)]["infer"][r].append(_infer(model, batch, device, precision))
     return times
@@ -223,12 +236,12 @@ def _result_rows(args, times: dict, phases: tuple[str, ...], ref: str, n_ex: int
 
 def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: str) -> None:
     print(", ".join(f"{k}={v}" for k, v in setup.items()))
-    head = f"{'model':<12} {'preset':<8} {'setting':<14}"
+    head = f"{'model':<12} {'preset':<8} {'setting':<28}"
     for ph in phases:
         head += f" {ph + ' ex/s':>11} {ph + ' tok/s':>12} {'vs ' + ref:>13} {'vs fp32 rnd':>11}"
     print(head)
     for row in rows:
-        line = f"{row['model']:<12} {row['preset'] or '-':<8} {row['setting']:<14}"
+        line = f"{row['model']:<12} {row['preset'] or '-':<8} {row['setting']:<28}"
         for ph in phases:
             r = row[ph]
             line += (f" {r['examples_per_s']:>11.1f} {r['tokens_per_s']:>12.0f} {r['vs_' + ref]:>12.2f}x"
