@@ -48,10 +48,10 @@ if [ -z "$PROFILE" ]; then
   elif [ -n "$(find "$ROOT/results/reference/runs" -name metrics.json -print -quit 2>/dev/null)" ]; then
     PROFILE=render; why="no CUDA GPU was found, and results/reference/ holds trained runs"
     "$PY" -c "
-from absa_lib.runner import recorded_cost
-c = recorded_cost('$ROOT/results/reference/runs')
-print(f'[run_all] the reference: {c[\"runs\"]} runs, {c[\"hours\"]:.1f} h of training and evaluation on '
-      + '; '.join(c['devices']) + '. To retrain seed 42 here: bash run_all.sh cpu (2 h 10 min measured on 2 CPU cores; see the README, Cost, measured), or gpu with CUDA')" >&2
+from absa_lib.runner import cost_summary
+print('[run_all] the reference: ' + cost_summary('$ROOT/results/reference/runs') + '. To retrain seed 42 here: '
+      'bash run_all.sh cpu (2 h 10 min measured on 2 CPU cores; README, Cost, measured), or gpu with CUDA '
+      '(10 of its 12 table runs took 14 min on one H100; README, GPU cost, measured)')" >&2
   else
     PROFILE=cpu; why="no CUDA GPU was found and results/reference/ has no runs"
   fi

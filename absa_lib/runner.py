@@ -187,11 +187,12 @@ def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dic
 
 
 def recorded_cost(runs_dir: Path) -> dict:
-    """What the finished runs under ``runs_dir`` cost: count, hours of training and evaluation (from
-    their records), and the devices they ran on (to tell a user what retraining takes)."""
+    """What the finished runs under ``runs_dir`` cost, from their records: ``runs``, ``hours`` of
+    training and evaluation, and the same per device (``devices``: {name: {"runs", "hours"}}), so a
+    user sees what retraining takes on which machine."""
     from absa_lib.fileio import read_json
 
-    n, seconds, devices = 0, 0.0, set()
+    devices: dict[str, dict] = {}
     for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
         try:
             metrics, env = read_json(metrics_path), read_json(metrics_path.parent / "env.json")
@@ -199,11 +200,21 @@ def recorded_cost(runs_dir: Path) -> dict:
             continue
         if not metrics.get("complete"):
             continue
-        n += 1
-        seconds += sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics["epochs"])
-        devices.add(env.get("gpu") or f"{env.get('processor') or 'cpu'} ({env.get('cpu_count')} cores, "
-                    f"{env.get('torch_threads')} threads)")
-    return {"runs": n, "hours": seconds / 3600, "devices": sorted(devices)}
+        device = env.get("gpu") or (f"{env.get('processor') or 'cpu'} ({env.get('cpu_count')} cores, "
+                                    f"{env.get('torch_threads')} threads)")
+        cost = devices.setdefault(device, {"runs": 0, "hours": 0.0})
+        cost["runs"] += 1
+        cost["hours"] += sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics["epochs"]) / 3600
+    return {"runs": sum(c["runs"] for c in devices.values()), "hours": sum(c["hours"] for c in devices.values()),
+            "devices": dict(sorted(devices.items()))}
+
+
+def cost_summary(runs_dir: Path) -> str:
+    """One line: the runs under ``runs_dir`` and their hours per device (run_all.sh prints it)."""
+    cost = recorded_cost(runs_dir)
+    parts = [f"{c['runs']} on {name}, {c['hours']:.1f} h" for name, c in cost["devices"].items()]
+    return (f"{cost['runs']} runs" + (": " + "; ".join(parts) if parts else "")
+            + " (training and evaluation, summed over runs)")
 
 
 def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]:

@@ -84,3 +84,26 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert "bad.yaml: not valid YAML" in capsys.readouterr().err
     assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tmp_path):
+    def record(name, env, seconds, complete=True):
+        d = tmp_path / "runs" / "sentihood" / "qacg-bert" / name
+        d.mkdir(parents=True)
+        epochs = [{"epoch": i + 1, "seconds": s, "eval_seconds": 60.0} for i, s in enumerate(seconds)]
+        (d / "metrics.json").write_text(json.dumps({"epochs": epochs, "complete": complete}))
+        (d / "env.json").write_text(json.dumps(env))
+
+    cpu = {"processor": "x86_64", "cpu_count": 2, "torch_threads": 1}
+    record("a", cpu, [3540.0])                                    # 1 h with evaluation
+    record("b", cpu, [1740.0, 1740.0])                            # 1 h
+    record("c", {"gpu": "NVIDIA H100", **cpu}, [1740.0])          # 0.5 h
+    record("d", {"gpu": "NVIDIA H100", **cpu}, [99999.0], complete=False)   # interrupted: not counted
+    from absa_lib.runner import cost_summary, recorded_cost
+
+    cost = recorded_cost(tmp_path / "runs")
+    assert cost["runs"] == 3 and cost["hours"] == pytest.approx(2.5)
+    assert cost["devices"] == {"NVIDIA H100": {"runs": 1, "hours": pytest.approx(0.5)},
+                               "x86_64 (2 cores, 1 threads)": {"runs": 2, "hours": pytest.approx(2.0)}}
+    assert cost_summary(tmp_path / "runs") == ("3 runs: 1 on NVIDIA H100, 0.5 h; 2 on x86_64 (2 cores, 1 threads), "
+                                               "2.0 h (training and evaluation, summed over runs)")
