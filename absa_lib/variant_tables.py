@@ -23,8 +23,16 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from absa_lib.paper_numbers import METRICS
-from absa_lib.tables import (TRIVIAL, aggregate_metrics, budget_label, budget_text, format_cell, run_ids,
-                             split_by_budget, trivial_values)
+from absa_lib.tables import (
+    TRIVIAL,
+    aggregate_metrics,
+    budget_label,
+    budget_text,
+    format_cell,
+    run_ids,
+    split_by_budget,
+    trivial_values,
+)
 
 OURS = "ours"
 TRIVIAL_CHANGE = "constant predictor scored on the test set (the floor of each metric)"

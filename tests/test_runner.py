@@ -11,8 +11,8 @@ import yaml
 from absa_lib.cli import build_parser, main
 from absa_lib.commands.train import config_from_args
 from absa_lib.config import TrainConfig
-from absa_lib.profiles import load_profile
 from absa_lib.errors import AbsaError
+from absa_lib.profiles import load_profile
 from absa_lib.runner import PARTS, profile_cells, train_argv
 
 
