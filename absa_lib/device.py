@@ -67,6 +67,11 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
+def pad_multiple(mode: str) -> int:
+    """What batches are padded to a multiple of under compile ``mode`` (1: the longest input)."""
+    return 1 if mode == "none" else COMPILE_PAD_MULTIPLE
+
+
 def compiled(model: torch.nn.Module, mode: str):
     """``model`` itself for ``none``, else its ``torch.compile`` wrapper (shares the parameters;
     save and evaluate through ``model``). Shapes start static; a second length makes them dynamic."""
@@ -74,6 +79,4 @@ def compiled(model: torch.nn.Module, mode: str):
         raise AbsaError(f"compile={mode!r} is not one of {', '.join(COMPILE_MODES)}")
     if mode == "none":
         return model
-    if hasattr(model, "dense_routing"):          # bert-single: static shapes (models.per_context)
-        model.dense_routing = True
     return torch.compile(model, mode=None if mode == "default" else mode)

@@ -199,15 +199,12 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             records.append({**base, "source": REPORTED, "selection": "", "backbone": "", "n_seeds": 0,
                             "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
             continue
-        mine = [r for r in runs if matches(r.config, row, dataset)]
-        groups: dict[tuple, list] = {}
-        for r in mine:
-            groups.setdefault(budget_key(r.config), []).append(r)
+        groups = split_by_budget([r for r in runs if matches(r.config, row, dataset)])
         for protocol in protocols:
             if not groups:
                 records.append({**base, "source": "not run", "selection": protocol, "backbone": "", "n_seeds": 0,
                                 "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
-            for _, group in sorted(groups.items()):
+            for group in groups:
                 records.append({**base, **_ours(dataset, protocol, group), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",

@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 from absa_lib import data as D
 from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_checksums
 from absa_lib.config import TrainConfig, check_max_length, resolved, run_identity, run_path
-from absa_lib.device import COMPILE_PAD_MULTIPLE, autocast, compiled, default_device
+from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, sequential
 from absa_lib.fileio import atomic_write_json
@@ -37,7 +37,7 @@ from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import SELECTION_METRIC, compute_metrics
 from absa_lib.models import build_model, joint, load_tokenizer
-from absa_lib.models.per_context import build_per_context
+from absa_lib.models.per_context import PerContextModel, build_per_context
 from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
@@ -198,16 +198,15 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     s.model.train()
     t0, losses = time.time(), []
     order = epoch_batches(config, s.train_enc, epoch)
-    pad_multiple = 1 if config.compile == "none" else COMPILE_PAD_MULTIPLE
     bar = _Progress(progress, len(order), f"epoch {epoch}/{config.epochs}")
-    for _, batch in batches(s.train_enc, order, s.pad_id, pad_multiple):
+    for _, batch in batches(s.train_enc, order, s.pad_id, pad_multiple(config.compile)):
         factor = lr_factor(state["step"], s.total_steps, config.warmup, config.schedule)
         for group in s.optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
         with autocast(s.device, config.precision):
-            loss = s.step_model(**to_device(batch, s.device)).loss
+            loss = _step_loss(s, batch)
         loss.backward()
-        if getattr(s.model, "dense_routing", False):
+        if isinstance(s.model, PerContextModel):             # bert-single: Adam skips absent contexts
             s.model.drop_absent_grads(batch["context_ids"])
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), config.max_grad_norm)
         s.optimizer.step()
@@ -218,6 +217,15 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     bar.close()
     loss = float(np.mean(torch.stack(losses).tolist())) if losses else float("nan")
     return {"epoch": epoch, "train_loss": loss, "seconds": time.time() - t0}
+
+
+def _step_loss(s: _Session, batch: dict) -> torch.Tensor:
+    """The batch's training loss through ``s.step_model``; a failed compilation is one line."""
+    try:
+        return s.step_model(**to_device(batch, s.device)).loss
+    except torch._dynamo.exc.TorchDynamoException as err:     # raised only by a compiled model
+        raise AbsaError(f"compile={s.config.compile!r}: torch.compile failed ({one_line(err)}); train with "
+                        "compile none (absa train --compile none, or train_options: {compile: none})") from None
 
 
 def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> None:

@@ -36,6 +36,7 @@ def test_padding_to_a_multiple_changes_the_shape_not_the_tokens():
         assert not padded[key][:, 19:].any()
     exact = collate([Encoded([5] * 32, [0] * 32, 0, 0)], 0, pad_multiple=16)
     assert exact["input_ids"].shape == (1, 32)
+    assert DV.pad_multiple("none") == 1 and DV.pad_multiple("reduce-overhead") == DV.pad_multiple("default") == 16
 
 
 def test_padding_to_a_multiple_leaves_the_model_output_unchanged():
@@ -89,8 +90,35 @@ def test_bert_single_dense_routing_gives_the_sparse_loss_gradients_and_skipped_m
     assert absent == {1, 2, 4, 7}
 
 
-def test_compiling_bert_single_switches_it_to_dense_routing():
-    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4)
-    assert model.dense_routing is False
+def test_bert_single_routes_densely_under_torch_compile_and_sparsely_in_eager(monkeypatch):
+    """Compiled (``torch.compiler.is_compiling()``), every classifier sees the whole batch; eager
+    (evaluation included), each sees only its context's rows. ``compiled`` changes nothing on the model."""
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()
     DV.compiled(model, "reduce-overhead")
-    assert model.dense_routing is True
+    assert model.dense_routing is False
+    seen = {}
+    for c, sub in enumerate(model.models):
+        sub.register_forward_hook(lambda m, args, out, c=c: seen.setdefault(c, []).append(args[0].size(0)))
+    with torch.no_grad():
+        model(**_batch())
+        eager, seen = seen, {}
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+        model(**_batch())
+    assert eager == {0: [2], 3: [2], 5: [1], 6: [1]}
+    assert seen == {c: [6] for c in range(8)}
+
+
+def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
+    from absa_lib import training
+
+    def broken(model, mode):
+        def step(**batch):
+            raise torch._dynamo.exc.TorchDynamoException("backend='inductor' raised: no C++ compiler")
+        return step if mode != "none" else model
+
+    monkeypatch.setattr(training, "compiled", broken)
+    config = run_config.TrainConfig(dataset="sentihood", model="qacg-bert", backbone="tiny", epochs=1, batch_size=8,
+                                    max_length=48, max_train_examples=16, max_eval_examples=40, compile="default")
+    with pytest.raises(AbsaError, match=r"^compile='default': torch.compile failed \(backend='inductor' raised: "
+                                        r"no C\+\+ compiler\); train with compile none"):
+        training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)

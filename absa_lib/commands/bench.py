@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:
     """Per setting: (warm-up batches, timed batches) on ``device``, from one encoding of the split."""
     from absa_lib import data as D
-    from absa_lib.device import COMPILE_PAD_MULTIPLE
+    from absa_lib.device import pad_multiple
     from absa_lib.features import encode_examples
     from absa_lib.inference import to_device
 
@@ -174,8 +174,7 @@ def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple
     encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
     data = {}
     for label, (_, grouped, mode) in settings.items():
-        pad = 1 if mode == "none" else COMPILE_PAD_MULTIPLE
-        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad)]
+        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad_multiple(mode))]
         data[label] = batches[:args.warmup], batches[args.warmup:]
     return data
 

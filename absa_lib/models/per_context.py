@@ -8,13 +8,13 @@ what they share is the learning-rate schedule, the global gradient-norm clip and
 are drawn from (Sun et al. trained K separate runs). Adam skips a sub-model whose examples are
 absent from a batch (its gradients are None).
 
-Routing: *sparse* (default) sends each context's rows through its own model, so each example is
-computed once, but the shapes depend on the batch's contents. *Dense* (``dense_routing = True``,
-set for a compiled training step, whose graphs need fixed shapes) runs every model on the whole
+Routing: *sparse* (eager) sends each context's rows through its own model, so each example is
+computed once, but the shapes depend on the batch's contents. *Dense* (under ``torch.compile``,
+whose graphs need fixed shapes, or with ``dense_routing = True``) runs every model on the whole
 batch and keeps, per row, its own context's logits: K times the arithmetic, one static graph. The
 loss and every gradient are the same (a model's discarded rows contribute exactly zero); after the
 backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows in the batch back
-to None, so that Adam skips them as under sparse routing.
+to None, so that Adam skips them as under sparse routing (where it changes nothing).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class PerContextModel(AbsaPreTrainedModel):
         inner = copy.deepcopy(config)
         del inner.per_context_models
         self.models = nn.ModuleList(models if models is not None else [AbsaModel(inner) for _ in range(k)])
-        self.dense_routing = False
+        self.dense_routing = False         # force dense routing outside torch.compile (tests)
         self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -55,7 +55,7 @@ class PerContextModel(AbsaPreTrainedModel):
                 labels: torch.Tensor | None = None, output_components: bool = False) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        if self.dense_routing:
+        if self.dense_routing or torch.compiler.is_compiling():
             every = torch.stack([m(input_ids, attention_mask, token_type_ids).logits for m in self.models])  # (K, B, C)
             logits = every[context_ids, torch.arange(input_ids.size(0), device=input_ids.device)]      # (B, C)
             loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
@@ -72,8 +72,9 @@ class PerContextModel(AbsaPreTrainedModel):
         return AbsaOutput(logits=logits, loss=loss)
 
     def drop_absent_grads(self, context_ids: torch.Tensor) -> None:
-        """After a dense-routed backward pass: gradients of the models whose context has no row in
-        the batch (exactly zero) back to None, so that the optimizer skips them."""
+        """After a backward pass: gradients of the models whose context has no row in the batch
+        (exactly zero after dense routing, already None after sparse) to None, so that the optimizer
+        skips them."""
         present = set(context_ids.unique().tolist())
         for c, model in enumerate(self.models):
             if c not in present:
