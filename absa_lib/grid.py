@@ -35,6 +35,7 @@ class Spec:
     sampler: str = "uniform"
     model_overrides: dict = field(default_factory=dict)
     change: str = ""                 # what differs from the reference setting (ablations)
+    reference: str = ""              # label of that reference (ablations; "": the first spec of the model)
     objective: str = "single"        # single | joint | joint-dwa (absa_lib.models.joint)
 
     def filters(self) -> dict:

@@ -26,13 +26,13 @@ def test_every_cell_is_one_train_command_that_rebuilds_its_config(profile, tmp_p
     params = load_profile(profile)
     cells = profile_cells(params)
     n_seeds, n_abl = len(params["seeds"]), len(params["ablation_seeds"])
-    # 6 table runs per dataset and seed; 7 ablations, 3 of which are table runs (QACG with and without
-    # the auxiliary sentence, CG with it)
+    # 6 table runs per dataset and seed; 10 ablations, 4 of which are table runs (QACG with and without
+    # the auxiliary sentence, CG with and without it)
     # (the ablation dataset and seeds are among the tables'); notebook 06 adds 8 specs per dataset
     n_tables = 6 * n_seeds * len(params["datasets"])
     assert sum(c.part == "tables" for c in cells) == n_tables
     assert set(params["ablation_seeds"]) <= set(params["seeds"])
-    assert sum(c.part == "ablations" for c in cells) == 4 * n_abl
+    assert sum(c.part == "ablations" for c in cells) == 6 * n_abl
     assert sum(c.part == "other" for c in cells) == 8 * n_seeds * len(params["datasets"])
     keys = [json.dumps(c.config.to_dict(), sort_keys=True) for c in cells]
     assert len(set(keys)) == len(keys)
