@@ -28,6 +28,7 @@
 # | paper vs official preset | per-head $Z$ (768×768), dropout on $C_Q, C_K$, λ biases, init 0.02 | Eq. 5 prints $Z \in \mathbb{R}^{d_e \times d_h}$ and "σ = e−3"; the HEAD code differs |
 # | does the quasi term matter? | $\lambda_A = 0$, so $\hat A = A_{\text{Self-Attn}}$ (model override `quasi=False`) | Eq. 4 |
 # | gate activation (CG-BERT) | sigmoid instead of tanh | Eq. 3 says tanh, the code (and Yang et al.) sigmoid |
+# | why CG-BERT without auxiliary sentence stalls | sigmoid gate, or init 0.02 of $E_c, W_c, U$, with the context id only | at lr 2e-5 for every layer the paper's tanh gate and 10⁻³ init leave it predicting None for epochs |
 # | auxiliary sentence | context id only vs NLI-M pair | the two rows per model of Tables 1–2 |
 # | sampler | class-balanced with replacement (`WeightedRandomSampler`) vs uniform | not in the paper; HEAD code default |
 # | selection protocol | epoch chosen on the test set vs on dev | the official code selects on test (docs/paper_notes.md §4.6) |
@@ -85,7 +86,9 @@ notebook = setup("04_ablations", globals())   # the parameters above, folders, t
 # Each ablation is a `Spec`: a row label, the model, the input variant (`aux`), and the field it
 # changes: the `preset`, the `sampler`, or a `model_overrides` entry. The first QACG-BERT spec is
 # the reference of the QACG-BERT rows (paper preset, NLI-M auxiliary sentence, uniform sampler);
-# the first CG-BERT spec, with the paper's tanh gate, is the reference of the gate row. The list
+# the first CG-BERT spec, with the paper's tanh gate, is the reference of the gate row; CG-BERT
+# without auxiliary sentence is the reference of the two rows after it (a spec names its reference
+# in `reference` when it is not the first of its model). The list
 # lives in `absa_lib/ablations.py`, because the grid runner (`absa grid`, run by `run_all.sh`
 # before the notebooks) trains the same runs; here it is, as written:
 

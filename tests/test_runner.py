@@ -86,6 +86,18 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert "out of range" in capsys.readouterr().err
 
 
+def test_grid_model_filter_keeps_only_those_models_cells(capsys):
+    for models, n in ((["bert-pair", "cg-bert"], (1 + 2) * 2), (["bert-single"], 2)):   # per dataset: 1 + 2, 1
+        assert main(["grid", "--profile", "smoke", "--part", "tables", "--model", *models, "--count"]) == 0
+        assert capsys.readouterr().out.strip() == str(n)
+    assert main(["grid", "--profile", "smoke", "--part", "tables", "--model", "bert-single", "--list"]) == 0
+    assert all("--model bert-single" in line for line in capsys.readouterr().out.strip().splitlines())
+    assert main(["grid", "--profile", "smoke", "--part", "ablations", "--model", "bert-single", "--count"]) == 2
+    assert "has no cell of these models" in capsys.readouterr().err
+    assert main(["grid", "--profile", "smoke", "--model", "cg-bret", "--count"]) == 2
+    assert "--model 'cg-bret' is not a model" in capsys.readouterr().err
+
+
 def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tmp_path):
     def record(name, env, seconds, complete=True):
         d = tmp_path / "runs" / "sentihood" / "qacg-bert" / name

@@ -4,6 +4,7 @@
     absa grid --profile gpu --workers 4       # 4 concurrent runs per visible GPU
     absa grid --profile gpu --list            # one `absa train` command per cell
     absa grid --profile gpu --cell 7          # only cell 7 (e.g. $SLURM_ARRAY_TASK_ID)
+    absa grid --profile gpu --model cg-bert qacg-bert    # only these models' cells
     absa grid --profile cpu --export results/reference   # copy finished runs' records (no weights)
 
 Finished runs are skipped, interrupted ones resume. The summary goes to
@@ -29,7 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="CPU threads per run (default: torch's choice)")
     p.add_argument("--list", action="store_true", help="print one `absa train` command per cell and exit")
     p.add_argument("--count", action="store_true", help="print the number of cells and exit")
-    p.add_argument("--cell", type=int, default=None, help="run only this cell (0-based; array jobs)")
+    p.add_argument("--model", nargs="+", default=None, metavar="MODEL",
+                   help="only the cells of these models (default: all; e.g. leave out the slow bert-single)")
+    p.add_argument("--cell", type=int, default=None,
+                   help="run only this cell (0-based, counted after --model; array jobs)")
     p.add_argument("--export", metavar="DIR", default=None,
                    help="train nothing: copy the records of the grid's finished runs to DIR/runs/ "
                         "(e.g. results/reference)")
@@ -62,6 +66,16 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise AbsaError(f"{flag} must be a positive integer, got {value}")
     cells = profile_cells(params, tuple(args.part))
+    if args.model:
+        from absa_lib.models import MODELS
+
+        unknown = [m for m in args.model if m not in MODELS]
+        if unknown:
+            raise AbsaError(f"--model {unknown[0]!r} is not a model; expected some of {', '.join(MODELS)}")
+        cells = [c for c in cells if c.config.model in args.model]
+        if not cells:
+            raise AbsaError(f"--model {' '.join(args.model)}: profile {name!r} has no cell of these models "
+                            f"in --part {' '.join(args.part)}")
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
     if args.count:
         print(len(cells))
@@ -80,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
         cells = [cells[args.cell]]
     t0 = time.time()
     rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
-    suffix = f"_cell{args.cell}" if args.cell is not None else ""
+    suffix = ("_" + "+".join(args.model) if args.model else "") + (f"_cell{args.cell}" if args.cell is not None else "")
     summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
-                            {"profile": name, "parts": args.part, "device": str(default_device()),
+                            {"profile": name, "parts": args.part, "models": args.model or "all",
+                             "device": str(default_device()),
                              "workers_per_gpu": args.workers})
     print(f"[grid] {summary['runs']} runs: {summary['trained']} trained, {summary['cached']} finished before, "
           f"{summary['failed']} failed, in {summary['wall_seconds']:.0f}s; summary: "
