@@ -13,6 +13,9 @@
 
   The official notebook hard-codes c = Positive and batch size 1; here c is an argument and each
   example of a batch gets its own relevance (examples do not interact in eval mode).
+- :func:`context_signal`: how much a context-guided model's output depends on the context id, and
+  the gradient that reaches the context embedding: at initialisation it tells whether the target and
+  aspect can steer the model at all (CG-BERT without auxiliary sentence stalls for epochs when not).
 - :func:`extract_attention`: the attention maps the other attention systems return (ATAE-LSTM's α,
   MAN's aspect heads, OA's query-axis and self-attention weights), and :func:`token_attention`,
   one weight per token for comparing where each model looks (notebook 06).
@@ -96,6 +99,42 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
         model.train(was_training)
     relevance = grad.float().pow(2).sum(-1) * inputs["attention_mask"].float()  # (B, T)
     return (relevance / relevance.amax(dim=1, keepdim=True).clamp_min(1e-30)).cpu()
+
+
+def context_signal(model, batch: dict, labels: torch.Tensor, num_contexts: int) -> dict[str, float]:
+    """The context id's hold on a CG-BERT / QACG-BERT, in eval mode (no dropout).
+
+    - ``logit_sd_contexts``: the same sentences under every context id c = 0..K-1; the sd of the
+      logits over the K contexts, averaged over sentences and classes. 0 when the context is ignored.
+    - ``logit_sd_sentences``: the sd over the sentences of one context, averaged the same way (the
+      scale to compare with).
+    - ``grad_context_embedding``: ‖∂L/∂E_ctx‖₂ of the cross-entropy of ``labels`` with each
+      example's own context id: what the optimizer gets to make the context matter.
+
+    Args:
+        model: a model with a ``context_embeddings`` table (``cg-bert``, ``qacg-bert``).
+        batch: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``context_ids`` (B,).
+        labels: (B,) class ids.
+        num_contexts: K, the rows of the context table.
+    """
+    table = getattr(model, "context_embeddings", None)
+    if table is None:
+        raise AbsaError(f"{getattr(model, 'name', type(model).__name__)} has no context embedding table; "
+                        "the context signal is defined for cg-bert and qacg-bert")
+    inputs = _inputs(model, batch)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            every = torch.stack([model(**{**inputs, "context_ids": torch.full_like(inputs["context_ids"], c)}).logits
+                                 for c in range(num_contexts)])                     # (K, B, C)
+        model.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(**inputs).logits, labels.to(every.device))
+        (grad,) = torch.autograd.grad(loss, table.weight)                          # (K, d)
+    finally:
+        model.train(was_training)
+    return {"logit_sd_contexts": every.std(0).mean().item(), "logit_sd_sentences": every.std(1).mean().item(),
+            "grad_context_embedding": grad.norm().item()}
 
 
 @torch.no_grad()

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 
-from absa_lib.analysis import extract_components, gradient_sensitivity
+from absa_lib.analysis import context_signal, extract_components, gradient_sensitivity
 from absa_lib.errors import AbsaError
 from absa_lib.models import build_model, load_tokenizer
-
-
 
 
 def _model(name, tiny_dir, **kw):
@@ -91,3 +88,27 @@ def test_gradient_sensitivity_per_example_class_and_independence(tiny_dir):
     alone = gradient_sensitivity(model, single, 0)              # no padding, batch of one
     torch.testing.assert_close(both[1, :n], alone[0], rtol=1e-4, atol=1e-6)
     assert not torch.allclose(both[0], gradient_sensitivity(model, batch, 1)[0])   # the class matters
+
+
+def test_context_signal_measures_the_context_ids_hold_on_the_model(tiny_dir):
+    batch = _batch(tiny_dir)
+    labels = batch.pop("labels")
+
+    def signal(**overrides):
+        torch.manual_seed(1)
+        model = build_model("cg-bert", backbone=str(tiny_dir), num_labels=3, num_contexts=8, preset="paper",
+                            **overrides).double()                  # float64: at init the effect is ~1e-14
+        return context_signal(model, batch, labels, 8), model
+
+    paper, model = signal()
+    assert model.training                                           # restored
+    assert 0 < paper["logit_sd_contexts"] < 1e-6 * paper["logit_sd_sentences"]
+    for stronger in (signal(init_std=0.02)[0], signal(gate_activation="sigmoid")[0]):
+        assert stronger["logit_sd_contexts"] > 10 * paper["logit_sd_contexts"]
+        assert stronger["grad_context_embedding"] > 10 * paper["grad_context_embedding"]
+    with torch.no_grad():
+        model.context_embeddings.weight[:] = 0.3                    # every context the same row
+    assert context_signal(model, batch, labels, 8)["logit_sd_contexts"] == 0.0
+    with pytest.raises(AbsaError, match="no context embedding table"):
+        context_signal(build_model("bert-pair", backbone=str(tiny_dir), num_labels=3, num_contexts=8),
+                       batch, labels, 8)
