@@ -9,6 +9,7 @@ the run cache.
 
 from __future__ import annotations
 
+from absa_lib.errors import AbsaError
 from absa_lib.grid import Spec
 
 ABLATIONS = [
@@ -38,7 +39,11 @@ ABLATIONS = [
 def reference_of(spec: Spec, specs: list[Spec] = ABLATIONS) -> Spec:
     """The reference of ``spec``: the spec labelled ``spec.reference``, else the first of its model."""
     if spec.reference:
-        return next(s for s in specs if s.label == spec.reference)
+        found = [s for s in specs if s.label == spec.reference]
+        if not found:
+            raise AbsaError(f"ablation {spec.label!r}: its reference {spec.reference!r} is not a spec label; "
+                            f"expected one of: {', '.join(s.label for s in specs)}")
+        return found[0]
     return next(s for s in specs if s.model == spec.model)
 
 

@@ -101,26 +101,29 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
     return (relevance / relevance.amax(dim=1, keepdim=True).clamp_min(1e-30)).cpu()
 
 
-def context_signal(model, batch: dict, labels: torch.Tensor, num_contexts: int) -> dict[str, float]:
+def context_signal(model, batch: dict, num_contexts: int) -> dict[str, float]:
     """The context id's hold on a CG-BERT / QACG-BERT, in eval mode (no dropout).
 
     - ``logit_sd_contexts``: the same sentences under every context id c = 0..K-1; the sd of the
       logits over the K contexts, averaged over sentences and classes. 0 when the context is ignored.
     - ``logit_sd_sentences``: the sd over the sentences of one context, averaged the same way (the
       scale to compare with).
-    - ``grad_context_embedding``: ‖∂L/∂E_ctx‖₂ of the cross-entropy of ``labels`` with each
-      example's own context id: what the optimizer gets to make the context matter.
+    - ``grad_context_embedding``: ‖∂L/∂E_ctx‖₂ of the cross-entropy of the batch's ``labels`` with
+      each example's own context id: what the optimizer gets to make the context matter.
 
     Args:
         model: a model with a ``context_embeddings`` table (``cg-bert``, ``qacg-bert``).
-        batch: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``context_ids`` (B,).
-        labels: (B,) class ids.
+        batch: as :func:`absa_lib.features.collate` makes it, ``context_ids`` (B,) and ``labels`` (B,)
+            included.
         num_contexts: K, the rows of the context table.
     """
     table = getattr(model, "context_embeddings", None)
     if table is None:
         raise AbsaError(f"{getattr(model, 'name', type(model).__name__)} has no context embedding table; "
                         "the context signal is defined for cg-bert and qacg-bert")
+    missing = [k for k in ("context_ids", "labels") if batch.get(k) is None]
+    if missing:
+        raise AbsaError(f"context signal: the batch has no {missing[0]!r}; give a batch from features.collate")
     inputs = _inputs(model, batch)
     was_training = model.training
     model.eval()
@@ -128,8 +131,7 @@ def context_signal(model, batch: dict, labels: torch.Tensor, num_contexts: int) 
         with torch.no_grad():
             every = torch.stack([model(**{**inputs, "context_ids": torch.full_like(inputs["context_ids"], c)}).logits
                                  for c in range(num_contexts)])                     # (K, B, C)
-        model.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(**inputs).logits, labels.to(every.device))
+        loss = torch.nn.functional.cross_entropy(model(**inputs).logits, batch["labels"].to(every.device))
         (grad,) = torch.autograd.grad(loss, table.weight)                          # (K, d)
     finally:
         model.train(was_training)

@@ -24,6 +24,7 @@ import torch
 
 from absa_lib import data
 from absa_lib.analysis import context_signal
+from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
 
@@ -49,7 +50,6 @@ def main() -> None:
 
     examples = data.load_examples(args.dataset, "train", args.data_dir)[::3][: args.examples]
     batch, _ = encode_batch(examples, "none", load_tokenizer(args.backbone), args.max_length)
-    labels = torch.tensor([data.LABELS[args.dataset].index(e.label) for e in examples])
     k = data.num_contexts(args.dataset)
     print(f"{args.backbone}, {args.dataset}, {len(examples)} training examples without auxiliary sentence, "
           f"{k} contexts, seeds {' '.join(map(str, args.seeds))}, float64, eval mode\n")
@@ -61,11 +61,14 @@ def main() -> None:
             torch.manual_seed(seed)
             model = build_model(model_name, backbone=args.backbone, num_labels=len(data.LABELS[args.dataset]),
                                 num_contexts=k, preset=preset, **overrides).double()
-            rows.append(context_signal(model, batch, labels, k))
+            rows.append(context_signal(model, batch, k))
         mean = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
         print(f"| {label} | {mean['logit_sd_contexts']:.1e} | "
               f"{mean['logit_sd_contexts'] / mean['logit_sd_sentences']:.1e} | {mean['grad_context_embedding']:.1e} |")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except AbsaError as err:                 # bad data dir, unknown backbone...: one line, no traceback
+        raise SystemExit(f"context_signal: {err}") from None

@@ -92,13 +92,12 @@ def test_gradient_sensitivity_per_example_class_and_independence(tiny_dir):
 
 def test_context_signal_measures_the_context_ids_hold_on_the_model(tiny_dir):
     batch = _batch(tiny_dir)
-    labels = batch.pop("labels")
 
     def signal(**overrides):
         torch.manual_seed(1)
         model = build_model("cg-bert", backbone=str(tiny_dir), num_labels=3, num_contexts=8, preset="paper",
                             **overrides).double()                  # float64: at init the effect is ~1e-14
-        return context_signal(model, batch, labels, 8), model
+        return context_signal(model, batch, 8), model
 
     paper, model = signal()
     assert model.training                                           # restored
@@ -108,7 +107,9 @@ def test_context_signal_measures_the_context_ids_hold_on_the_model(tiny_dir):
         assert stronger["grad_context_embedding"] > 10 * paper["grad_context_embedding"]
     with torch.no_grad():
         model.context_embeddings.weight[:] = 0.3                    # every context the same row
-    assert context_signal(model, batch, labels, 8)["logit_sd_contexts"] == 0.0
+    assert context_signal(model, batch, 8)["logit_sd_contexts"] == 0.0
+    with pytest.raises(AbsaError, match="the batch has no 'labels'"):
+        context_signal(model, {k: v for k, v in batch.items() if k != "labels"}, 8)
     with pytest.raises(AbsaError, match="no context embedding table"):
         context_signal(build_model("bert-pair", backbone=str(tiny_dir), num_labels=3, num_contexts=8),
-                       batch, labels, 8)
+                       batch, 8)

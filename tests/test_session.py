@@ -203,6 +203,8 @@ def test_ablations_change_one_thing_each():
     no_aux = [s for s in ABLATIONS if s.model == "cg-bert" and s.aux == "none"]
     assert [reference_of(s).label for s in no_aux] == ["CG-BERT (no aux)"] * 3    # not the CG-BERT (aux) row
     assert [changed_fields(s, reference_of(s)) for s in no_aux] == [[], ["model_overrides"], ["model_overrides"]]
+    with pytest.raises(AbsaError, match="is not a spec label"):
+        reference_of(grid.Spec("typo", "cg-bert", "none", reference="CG-BERT (no aux"))
     changed = grid.Spec("two changes", "qacg-bert", "none", sampler="balanced")
     assert changed_fields(changed, ABLATIONS[0]) == ["aux", "sampler"]
     found = {("sentihood", s.label): [f"run-{i}"] for i, s in enumerate(ABLATIONS)}
