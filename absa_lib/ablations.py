@@ -1,6 +1,6 @@
 """The ablations of notebook 04, as data: QACG-BERT with the auxiliary sentence (paper preset) and one
 change at a time, plus CG-BERT's gate activation and, without the auxiliary sentence, CG-BERT's gate
-and initialisation. Each spec differs from its reference (the spec it names in ``reference``, else the
+and initialisation, and how BERT-single's per-context classifiers are batched. Each spec differs from its reference (the spec it names in ``reference``, else the
 first spec of its model) in exactly one field; notebook 04 shows this list and checks that.
 
 The grid runner (:mod:`absa_lib.runner`) trains the same list, so the notebook finds its runs in
@@ -33,6 +33,11 @@ ABLATIONS = [
          reference="CG-BERT (no aux)", change="official code's sigmoid gate (starts at 0.5, not 0)"),
     Spec("CG-BERT (no aux), init 0.02", "cg-bert", "none", model_overrides={"init_std": 0.02},
          reference="CG-BERT (no aux)", change="official code's init of E_c, W_c, U (0.02, not 1e-3; gates stay at 1e-3)"),
+    # The baseline's K per-context classifiers: trained as K separate runs (the tables' row) or on shared batches.
+    Spec("BERT-single", "bert-single", "single", sampler="per-context",
+         change="reference of the next row: each batch from one context, as Sun et al.'s K separate runs"),
+    Spec("BERT-single, mixed batches", "bert-single", "single",
+         change="the K classifiers share each batch of 24: about 24/K rows each, K times as many steps"),
 ]
 
 

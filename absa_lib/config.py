@@ -28,7 +28,7 @@ from absa_lib.models.joint import OBJECTIVES
 from absa_lib.paths import default_runs_dir
 from absa_lib.runs import config_hash
 
-SAMPLERS = ("uniform", "balanced")
+SAMPLERS = ("uniform", "balanced", "per-context")
 SCHEDULES = ("linear", "constant")
 # Fields added after the first runs were recorded. At these values they reproduce the earlier
 # behaviour, so they are left out of the run identity and earlier runs keep their ids.
@@ -82,7 +82,8 @@ class TrainConfig:
     adam_eps: float = 1e-6          # the official BERTAdam's epsilon
     max_grad_norm: float = 1.0      # global norm (the official code clips per tensor)
     max_length: int = 128
-    sampler: str = "uniform"        # uniform shuffling | balanced: the official WeightedRandomSampler
+    sampler: str = "uniform"        # uniform shuffling | balanced: the official WeightedRandomSampler |
+                                    # per-context: each batch from one context (bert-single, Sun et al.)
     eval_batch_size: int = 64
     precision: str = "auto"         # auto | fp32 | bf16 (autocast); runs record the resolved value
     group_by_length: bool = False   # batches of similar length (less padding, same examples per epoch)
@@ -106,6 +107,9 @@ class TrainConfig:
                 raise AbsaError(f"{name} must be {expected}, got {getattr(self, name)!r}")
         if self.model == "bert-single" and self.aux not in SENTENCE_ONLY:
             raise AbsaError("bert-single reads the sentence only: use aux='single'")
+        if self.sampler == "per-context" and self.model != "bert-single":
+            raise AbsaError(f"sampler='per-context' batches each context apart for bert-single's per-context "
+                            f"classifiers; {self.model} has one model for every context: use uniform or balanced")
         if self.model == "bert-pair" and self.aux in SENTENCE_ONLY:
             raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
         if self.objective != "single" and (self.model == "bert-single" or self.aux in B_VARIANTS):

@@ -143,6 +143,26 @@ def length_grouped(order: list[int], lengths: list[int], batch_size: int, genera
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
+def per_context(order: list[int], contexts: list[int], batch_size: int, generator: torch.Generator,
+                lengths: list[int] | None = None) -> list[list[int]]:
+    """Batches that each hold the inputs of one context, in random batch order (bert-single).
+
+    Each context's inputs, in ``order``, are cut into batches of ``batch_size`` (length-grouped
+    within the context when ``lengths`` is given), so each of the K per-context classifiers trains
+    on batches of ``batch_size`` of its own examples, as K separate runs would (Sun et al. 2019);
+    the last batch of a context may be smaller. The batches of all contexts are then shuffled
+    together with ``generator``.
+    """
+    own: dict[int, list[int]] = {}
+    for i in order:
+        own.setdefault(contexts[i], []).append(i)
+    batches = []
+    for c in sorted(own):
+        batches += (length_grouped(own[c], lengths, batch_size, generator) if lengths is not None
+                    else sequential(own[c], batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def sequential(order: list[int], batch_size: int) -> list[list[int]]:
     """``order`` cut into consecutive batches."""
     return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]

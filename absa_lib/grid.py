@@ -47,7 +47,7 @@ def table_specs(dataset: str, models: tuple[str, ...]) -> list[Spec]:
     """The runs behind the paper-table rows that ``models`` reproduce (main grid)."""
     from absa_lib.paper_numbers import paper_rows
 
-    return [Spec(r.name, r.model, r.aux) for r in paper_rows(dataset, models)]
+    return [Spec(r.name, r.model, r.aux, sampler=r.sampler) for r in paper_rows(dataset, models)]
 
 
 def other_attention_specs(dataset: str) -> list[Spec]:

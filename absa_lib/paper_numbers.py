@@ -37,11 +37,12 @@ class PaperRow:
     model: str | None = None        # which of our models reproduces it (None: reported only)
     aux: str | None = None          # its input variant
     note: str = ""
+    sampler: str = "uniform"        # its batches (bert-single: per-context, as K separate runs)
 
 
-def _row(name: str, keys: tuple, numbers: tuple, model=None, aux=None, note="") -> PaperRow:
+def _row(name: str, keys: tuple, numbers: tuple, model=None, aux=None, note="", sampler="uniform") -> PaperRow:
     values = {k: v if v is None or isinstance(v, tuple) else (v, None) for k, v in zip(keys, numbers)}
-    return PaperRow(name, {k: v for k, v in values.items() if v is not None}, model, aux, note)
+    return PaperRow(name, {k: v for k, v in values.items() if v is not None}, model, aux, note, sampler)
 
 
 _T1 = tuple(m[0] for m in METRICS["sentihood"])
@@ -55,7 +56,8 @@ PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
         _row("LSTM-Loc (Saeidi et al. 2016)", _T1, (None, 69.3, 89.7, 81.9, 83.9)),
         _row("SenticLSTM (Ma et al. 2018)", _T1, (67.4, 78.2, None, 89.3, None)),
         _row("Dmu-Entnet (Liu et al. 2018)", _T1, (73.5, 78.5, 94.4, 91.0, 94.8)),
-        _row("BERT-single (Sun et al. 2019)", _T1, (73.7, 81.0, 96.4, 85.5, 84.2), "bert-single", "single"),
+        _row("BERT-single (Sun et al. 2019)", _T1, (73.7, 81.0, 96.4, 85.5, 84.2), "bert-single", "single",
+             sampler="per-context"),
         _row("BERT-pair (Sun et al. 2019)", _T1, (79.8, 87.9, 97.5, 93.6, 97.0), "bert-pair", "NLI-M",
              note=_PAIR_NOTE),
         _row("CG-BERT", _T1, ((79.7, .3), (87.1, .2), (97.5, .2), (93.7, .2), (97.2, .2)), "cg-bert", "none"),
@@ -68,7 +70,8 @@ PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
     "semeval": (
         _row("XRCE (Brun et al. 2014)", _T2, (83.23, 81.37, 82.29, None, None, 78.1)),
         _row("NRC-Canada (Kiritchenko et al. 2014)", _T2, (91.04, 86.24, 88.58, None, None, 82.9)),
-        _row("BERT-single (Sun et al. 2019)", _T2, (92.78, 89.07, 90.89, 93.3, 86.9, 83.7), "bert-single", "single"),
+        _row("BERT-single (Sun et al. 2019)", _T2, (92.78, 89.07, 90.89, 93.3, 86.9, 83.7), "bert-single", "single",
+             sampler="per-context"),
         _row("BERT-pair (Sun et al. 2019)", _T2, (93.57, 90.83, 92.18, 95.6, 89.9, 85.9), "bert-pair", "NLI-M",
              note="BERT-pair, paper: Sun et al.'s best pair variant; ours: NLI-M"),
         _row("CG-BERT", _T2, ((93.02, .27), (90.00, .33), 91.49, (94.3, .3), (89.9, .2), (85.6, .4)),

@@ -43,8 +43,9 @@ TRIVIAL = "trivial"     # source of a row computed from the test labels alone (t
 
 STEMS = {"sentihood": "table1_sentihood", "semeval": "table2_semeval"}
 
-# What makes a run part of the main grid (the tables): the paper preset, uniform sampling, no overrides.
-MAIN_GRID = {"preset": "paper", "sampler": "uniform", "model_overrides": {}, "objective": "single"}
+# What makes a run part of the main grid (the tables): the paper preset, no overrides, one head, and
+# the row's sampler (uniform; per-context for bert-single).
+MAIN_GRID = {"preset": "paper", "model_overrides": {}, "objective": "single"}
 _ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a field a run record lacks
 # Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
 GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
@@ -60,7 +61,7 @@ def run_ids(runs: list) -> str:
 def matches(config: dict, row: PaperRow, dataset: str) -> bool:
     """Whether a run's config reproduces ``row`` (main grid only)."""
     return (row.model is not None and config.get("dataset") == dataset and config.get("model") == row.model
-            and config.get("aux") == row.aux
+            and config.get("aux") == row.aux and config.get("sampler") == row.sampler
             and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
 
 

@@ -31,7 +31,7 @@ from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_chec
 from absa_lib.config import TrainConfig, check_max_length, resolved, run_identity, run_path
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.features import Encoded, batches, encode_examples, length_grouped, sequential
+from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
 from absa_lib.fileio import atomic_write_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
@@ -88,15 +88,18 @@ def epoch_batches(config: TrainConfig, encoded: list[Encoded], epoch: int) -> li
     """The epoch's batches (lists of input indices), seeded per (seed, epoch) so that a resumed run
     draws exactly the batches an uninterrupted one would."""
     g = torch.Generator().manual_seed(config.seed * 1000 + epoch)
-    if config.sampler == "uniform":
-        order = torch.randperm(len(encoded), generator=g).tolist()
-    else:
+    if config.sampler == "balanced":
         labels = torch.tensor([e.label for e in encoded])
         counts = torch.bincount(labels).float()
         weights = (len(labels) / counts)[labels]       # official: N / count(label), with replacement
         order = torch.multinomial(weights, len(labels), replacement=True, generator=g).tolist()
-    if config.group_by_length:
-        return length_grouped(order, [len(e.input_ids) for e in encoded], config.batch_size, g)
+    else:                                               # uniform, per-context: every input once
+        order = torch.randperm(len(encoded), generator=g).tolist()
+    lengths = [len(e.input_ids) for e in encoded] if config.group_by_length else None
+    if config.sampler == "per-context":                 # bert-single: one context per batch
+        return per_context(order, [e.context_id for e in encoded], config.batch_size, g, lengths)
+    if lengths is not None:
+        return length_grouped(order, lengths, config.batch_size, g)
     return sequential(order, config.batch_size)
 
 
@@ -187,7 +190,8 @@ def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Sessio
     if state is not None:                                   # resume after an interruption
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    return _Session(config, path, model, compiled(model, config.compile), optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
+    step_model = compiled(model, config.compile, parts=config.sampler == "per-context")   # bert-single: per model
+    return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     SELECTION_METRIC[config.dataset], steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}})
 

@@ -155,9 +155,10 @@ print("row sums of Â (first layer, first head):", components[0]["a_hat"][0, 0].
 # %% [markdown]
 # ## 2. Training (or loading) QACG-BERT and the baselines
 #
-# Same settings as `02_cg_bert` (§4.2). BERT-single reads the sentence alone, BERT-pair the NLI-M
-# sentence pair (Sun et al. 2019; the paper's BERT-pair row takes the best of their four pair
-# variants per column, we train NLI-M only). All models share the backbone, so their rows compare
+# Same settings as `02_cg_bert` (§4.2). BERT-single reads the sentence alone, with one classifier
+# per context trained on batches of that context only (as Sun et al.'s K separate runs), BERT-pair
+# the NLI-M sentence pair (Sun et al. 2019; the paper's BERT-pair row takes the best of their four
+# pair variants per column, we train NLI-M only). All models share the backbone, so their rows compare
 # like with like. The CG-BERT runs are fetched from `02_cg_bert`'s cache (or trained if missing)
 # to fill their rows of the full tables.
 

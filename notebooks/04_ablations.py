@@ -31,6 +31,7 @@
 # | why CG-BERT without auxiliary sentence stalls | sigmoid gate, or init 0.02 of $E_c, W_c, U$, with the context id only | at lr 2e-5 for every layer the paper's tanh gate and 10⁻³ init leave it predicting None for epochs |
 # | auxiliary sentence | context id only vs NLI-M pair | the two rows per model of Tables 1–2 |
 # | sampler | class-balanced with replacement (`WeightedRandomSampler`) vs uniform | not in the paper; HEAD code default |
+# | how BERT-single's K per-context classifiers train | mixed batches (each batch of 24 shared by the K) vs one context per batch | Sun et al. train K separate runs; the tables use one context per batch |
 # | selection protocol | epoch chosen on the test set vs on dev | the official code selects on test (docs/paper_notes.md §4.6) |
 #
 # The selection-protocol rows need no extra training: every run records both its dev-best and
@@ -88,7 +89,8 @@ notebook = setup("04_ablations", globals())   # the parameters above, folders, t
 # the reference of the QACG-BERT rows (paper preset, NLI-M auxiliary sentence, uniform sampler);
 # the first CG-BERT spec, with the paper's tanh gate, is the reference of the gate row; CG-BERT
 # without auxiliary sentence is the reference of the two rows after it (a spec names its reference
-# in `reference` when it is not the first of its model). The list
+# in `reference` when it is not the first of its model); BERT-single with one context per batch
+# (the tables' row) is the reference of BERT-single with mixed batches. The list
 # lives in `absa_lib/ablations.py`, because the grid runner (`absa grid`, run by `run_all.sh`
 # before the notebooks) trains the same runs; here it is, as written:
 

@@ -1,4 +1,5 @@
-"""The compiled training step (``compile``): its identity, its padding, and bert-single's dense routing.
+"""The compiled training step (``compile``): its identity, its padding, and bert-single's routing
+(dense on mixed batches, by parts on per-context batches).
 
 Compiling itself is slow on a CPU (a minute for the tiny model), so these tests check what the
 compiled step relies on, not a compiled run; the GPU speed is in the README's measured table.
@@ -108,10 +109,50 @@ def test_bert_single_routes_densely_under_torch_compile_and_sparsely_in_eager(mo
     assert seen == {c: [6] for c in range(8)}
 
 
+def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_sparsely(monkeypatch):
+    """``parts``: every classifier is compiled on its own (torch.compile then shares one graph among
+    them), each batch runs only its rows' classifiers, and the loss is the eager model's."""
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda m, mode=None: calls.append((m, mode)) or m)
+    step = DV.compiled(model, "reduce-overhead", parts=True)
+    assert [m for m, _ in calls] == list(model.models) and {mode for _, mode in calls} == {"reduce-overhead"}
+    assert [p.data_ptr() for p in step.parameters()] == [p.data_ptr() for p in model.parameters()]
+    DV.compiled(model, "default", parts=True)
+    assert {mode for _, mode in calls[8:]} == {None}                  # torch.compile's own default
+    seen = {}
+    for c, sub in enumerate(model.models):
+        sub.register_forward_hook(lambda m, args, out, c=c: seen.setdefault(c, []).append(args[0].size(0)))
+    with torch.no_grad():
+        loss = step(**_batch()).loss
+        assert seen == {0: [2], 3: [2], 5: [1], 6: [1]}
+        torch.testing.assert_close(loss, model(**_batch()).loss)
+    with pytest.raises(AbsaError, match="bert-single needs context_ids"):
+        step(**{k: v for k, v in _batch().items() if k != "context_ids"})
+
+
+def test_training_compiles_bert_single_by_parts_only_on_per_context_batches(monkeypatch, tmp_path, real_data_dir):
+    from absa_lib import training
+
+    asked = []
+
+    def record(model, mode, parts=False):
+        asked.append((type(model).__name__, parts))
+        return model
+
+    monkeypatch.setattr(training, "compiled", record)
+    for sampler in ("per-context", "uniform"):
+        config = run_config.TrainConfig(dataset="sentihood", model="bert-single", aux="single", backbone="tiny",
+                                        epochs=1, batch_size=8, max_length=48, max_train_examples=16,
+                                        max_eval_examples=40, compile="default", sampler=sampler)
+        training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
+    assert asked == [("PerContextModel", True), ("PerContextModel", False)]
+
+
 def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
     from absa_lib import training
 
-    def broken(model, mode):
+    def broken(model, mode, parts=False):
         def step(**batch):
             raise torch._dynamo.exc.TorchDynamoException("backend='inductor' raised: no C++ compiler")
         return step if mode != "none" else model

@@ -26,13 +26,13 @@ def test_every_cell_is_one_train_command_that_rebuilds_its_config(profile, tmp_p
     params = load_profile(profile)
     cells = profile_cells(params)
     n_seeds, n_abl = len(params["seeds"]), len(params["ablation_seeds"])
-    # 6 table runs per dataset and seed; 10 ablations, 4 of which are table runs (QACG with and without
-    # the auxiliary sentence, CG with and without it)
+    # 6 table runs per dataset and seed; 12 ablations, 5 of which are table runs (QACG with and without
+    # the auxiliary sentence, CG with and without it, BERT-single)
     # (the ablation dataset and seeds are among the tables'); notebook 06 adds 8 specs per dataset
     n_tables = 6 * n_seeds * len(params["datasets"])
     assert sum(c.part == "tables" for c in cells) == n_tables
     assert set(params["ablation_seeds"]) <= set(params["seeds"])
-    assert sum(c.part == "ablations" for c in cells) == 6 * n_abl
+    assert sum(c.part == "ablations" for c in cells) == 7 * n_abl
     assert sum(c.part == "other" for c in cells) == 8 * n_seeds * len(params["datasets"])
     keys = [json.dumps(c.config.to_dict(), sort_keys=True) for c in cells]
     assert len(set(keys)) == len(keys)
@@ -92,7 +92,9 @@ def test_grid_model_filter_keeps_only_those_models_cells(capsys):
         assert capsys.readouterr().out.strip() == str(n)
     assert main(["grid", "--profile", "smoke", "--part", "tables", "--model", "bert-single", "--list"]) == 0
     assert all("--model bert-single" in line for line in capsys.readouterr().out.strip().splitlines())
-    assert main(["grid", "--profile", "smoke", "--part", "ablations", "--model", "bert-single", "--count"]) == 2
+    assert main(["grid", "--profile", "smoke", "--part", "ablations", "--model", "bert-single", "--count"]) == 0
+    assert capsys.readouterr().out.strip() == "2"              # per-context batches (the tables' run), mixed
+    assert main(["grid", "--profile", "smoke", "--part", "ablations", "--model", "man-bert", "--count"]) == 2
     assert "has no cell of these models" in capsys.readouterr().err
     assert main(["grid", "--profile", "smoke", "--model", "cg-bret", "--count"]) == 2
     assert "--model 'cg-bret' is not a model" in capsys.readouterr().err

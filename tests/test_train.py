@@ -108,9 +108,28 @@ def test_balanced_sampler_equalises_classes():
     assert sorted(uniform) == list(range(100))
 
 
+def test_per_context_batches_hold_one_context_each_and_every_input_once():
+    enc = [features.Encoded([1] * (1 + i % 7), [0] * (1 + i % 7), i % 5, i % 3) for i in range(103)]
+    for grouped in (False, True):
+        config = small(model="bert-single", aux="single", sampler="per-context", group_by_length=grouped)
+        epoch = training.epoch_batches(config, enc, epoch=1)
+        assert sorted(sum(epoch, [])) == list(range(103))
+        contexts = [{enc[i].context_id for i in b} for b in epoch]
+        assert all(len(c) == 1 for c in contexts)
+        first = [c.pop() for c in contexts]
+        for c in range(5):                       # 20 or 21 inputs per context: batches of 8, 8 and the rest
+            assert sorted(len(b) for b, k in zip(epoch, first) if k == c) in ([4, 8, 8], [5, 8, 8])
+        assert first != sorted(first)            # the contexts' batches are shuffled together
+        assert epoch == training.epoch_batches(config, enc, epoch=1)   # seeded: a resumed run draws the same
+        assert epoch != training.epoch_batches(config, enc, epoch=2)
+    mixed = training.epoch_batches(small(model="bert-single", aux="single"), enc, epoch=1)
+    assert any(len({enc[i].context_id for i in b}) > 1 for b in mixed)
+
+
 @pytest.mark.parametrize("field,value,needle", [
     ("dataset", "yelp", "dataset='yelp'"), ("model", "gpt", "model='gpt'"), ("aux", "XYZ", "aux='XYZ'"),
     ("sampler", "random", "sampler='random'"), ("epochs", 0, "epochs must be"),
+    ("sampler", "per-context", "sampler='per-context' batches each context apart for bert-single"),
 ])
 def test_bad_config_is_a_clear_error(field, value, needle):
     with pytest.raises(AbsaError, match=needle.replace("(", r"\(")):

@@ -30,7 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size)
     p.add_argument("--lr", type=float, default=_DEFAULTS.lr)
     p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length)
-    p.add_argument("--sampler", default=_DEFAULTS.sampler, help="uniform (default) | balanced (official code)")
+    p.add_argument("--sampler", default=_DEFAULTS.sampler,
+                   help="uniform (default) | balanced (official code) | per-context (bert-single only: each batch "
+                   "from one context, as in Sun et al.'s separate runs; the tables' bert-single rows use it)")
     p.add_argument("--objective", default=_DEFAULTS.objective,
                    help="single (default: one C-way head) | joint (aspect + sentiment heads) | joint-dwa "
                    "(joint with dynamic task weights from the dev losses)")

@@ -2,19 +2,31 @@
 
 For SentiHood that is one model per (target, aspect) pair (8), for SemEval one per aspect category
 (5); each reads the sentence alone and sees only the examples of its own context. Here the K models
-are held in one module and trained in the same loop: every batch is split by context id and each
-part goes through its own model. The parameters are disjoint, so this is K separate classifiers;
-what they share is the learning-rate schedule, the global gradient-norm clip and the batches they
-are drawn from (Sun et al. trained K separate runs). Adam skips a sub-model whose examples are
-absent from a batch (its gradients are None).
+are held in one module and trained in the same loop; each row of a batch goes through its own
+context's model. The parameters are disjoint, so these are K separate classifiers.
+
+Batches (``TrainConfig.sampler``):
+
+- ``per-context`` (the tables' rows): every batch holds the examples of one context, so each
+  classifier trains on batches of 24 of its own examples, as in Sun et al.'s K separate runs.
+  What the K share is the learning-rate schedule (each one's steps are spread over it) and the
+  shuffled order of their batches; the gradient-norm clip and Adam's step count are per classifier,
+  since only one has gradients at each step.
+- ``uniform`` (mixed batches, an ablation): the K share every batch of 24, about 24/K rows each,
+  so each takes K times as many, K times smaller steps per epoch.
+
+Adam skips a model whose examples are absent from a batch (its gradients are None).
 
 Routing: *sparse* (eager) sends each context's rows through its own model, so each example is
-computed once, but the shapes depend on the batch's contents. *Dense* (under ``torch.compile``,
-whose graphs need fixed shapes, or with ``dense_routing = True``) runs every model on the whole
-batch and keeps, per row, its own context's logits: K times the arithmetic, one static graph. The
-loss and every gradient are the same (a model's discarded rows contribute exactly zero); after the
-backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows in the batch back
-to None, so that Adam skips them as under sparse routing (where it changes nothing).
+computed once, but the shapes depend on the batch's contents. *Dense* (the whole set under
+``torch.compile``, whose graphs need fixed shapes, or with ``dense_routing = True``) runs every
+model on the whole batch and keeps, per row, its own context's logits: K times the arithmetic, one
+static graph. The loss and every gradient are the same (a model's discarded rows contribute exactly
+zero); after the backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows
+in the batch back to None, so that Adam skips them as under sparse routing (where it changes
+nothing). Per-context batches compile without either cost: :class:`CompiledParts` routes sparsely
+and compiles each model on its own, and ``torch.compile`` reuses one graph for all K (the same code
+and shapes; the parameters are the graph's inputs).
 """
 
 from __future__ import annotations
@@ -60,16 +72,28 @@ class PerContextModel(AbsaPreTrainedModel):
             logits = every[context_ids, torch.arange(input_ids.size(0), device=input_ids.device)]      # (B, C)
             loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
             return AbsaOutput(logits=logits, loss=loss)
+        return self.route(self.models, input_ids, attention_mask, token_type_ids, context_ids, labels)
+
+    @staticmethod
+    def route(models, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
+              context_ids: torch.Tensor, labels: torch.Tensor | None) -> AbsaOutput:
+        """Sparse routing: each context's rows through ``models[context]`` (the K models, or their
+        compiled wrappers), each row computed once."""
         logits = None
         for c in context_ids.unique().tolist():
             rows = (context_ids == c).nonzero(as_tuple=True)[0]               # this context's examples
-            part = self.models[c](input_ids[rows], attention_mask[rows],
-                                  None if token_type_ids is None else token_type_ids[rows]).logits
+            part = models[c](input_ids[rows], attention_mask[rows],
+                             None if token_type_ids is None else token_type_ids[rows]).logits
             if logits is None:
                 logits = part.new_zeros((input_ids.size(0), part.size(-1)))    # (B, C)
             logits = logits.index_copy(0, rows, part)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss)
+
+    def compiled_parts(self, mode: str | None) -> CompiledParts:
+        """The training step for per-context batches, each model compiled on its own (``mode``:
+        ``torch.compile``'s)."""
+        return CompiledParts(self, mode)
 
     def drop_absent_grads(self, context_ids: torch.Tensor) -> None:
         """After a backward pass: gradients of the models whose context has no row in the batch
@@ -80,6 +104,26 @@ class PerContextModel(AbsaPreTrainedModel):
             if c not in present:
                 for p in model.parameters():
                     p.grad = None
+
+
+class CompiledParts(nn.Module):
+    """The compiled training step of a :class:`PerContextModel` fed per-context batches: sparse
+    routing, each classifier compiled on its own. One batch runs one classifier, so nothing is
+    computed twice, and ``torch.compile`` compiles one graph for all K (the same code and shapes;
+    parameters are the graph's inputs, and CUDA graphs are recorded per classifier). It shares the
+    model's parameters; save and evaluate through the model."""
+
+    def __init__(self, model: PerContextModel, mode: str | None) -> None:
+        super().__init__()
+        self.model = model
+        self.parts = [torch.compile(m, mode=mode) for m in model.models]   # a plain list: not submodules
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> AbsaOutput:
+        if context_ids is None:
+            raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
+        return PerContextModel.route(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
 
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
