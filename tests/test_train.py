@@ -113,7 +113,7 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
     for grouped in (False, True):
         config = small(model="bert-single", aux="single", sampler="per-context", group_by_length=grouped)
         epoch = training.epoch_batches(config, enc, epoch=1)
-        assert sorted(sum(epoch, [])) == list(range(103))
+        assert sorted(i for b in epoch for i in b) == list(range(103))
         contexts = [{enc[i].context_id for i in b} for b in epoch]
         assert all(len(c) == 1 for c in contexts)
         first = [c.pop() for c in contexts]
