@@ -9,8 +9,10 @@ invalid JSON, an unreadable safetensors file) is also printed as one line naming
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
 import pkgutil
 import sys
 
@@ -42,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("absa: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:            # the reader left (`absa grid --list | head`): stop quietly, as Unix tools do
+        with contextlib.suppress(OSError, ValueError):                     # no second error at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (OSError, SafetensorError, json.JSONDecodeError) as err:    # the safety net: each should be
         print(f"absa: error: {_describe(err)}", file=sys.stderr)        # caught where it happens
         return 2

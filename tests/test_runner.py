@@ -100,6 +100,19 @@ def test_grid_model_filter_keeps_only_those_models_cells(capsys):
     assert "--model 'cg-bret' is not a model" in capsys.readouterr().err
 
 
+def test_a_listing_cut_short_by_its_reader_ends_quietly(monkeypatch, capsys):
+    """`absa grid --list | head -n 1`: once the reader has left, no "Broken pipe" error line."""
+    from absa_lib.commands import grid as grid_command
+
+    def cut_short(args):
+        print("absa train ...")
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(grid_command, "run", cut_short)
+    assert main(["grid", "--profile", "smoke", "--list"]) == 141
+    assert capsys.readouterr().err == ""
+
+
 def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tmp_path):
     def record(name, env, seconds, complete=True):
         d = tmp_path / "runs" / "sentihood" / "qacg-bert" / name
