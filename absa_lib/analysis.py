@@ -16,6 +16,8 @@
 - :func:`context_signal`: how much a context-guided model's output depends on the context id, and
   the gradient that reaches the context embedding: at initialisation it tells whether the target and
   aspect can steer the model at all (CG-BERT without auxiliary sentence stalls for epochs when not).
+- :func:`attention_entropy`: how peaked CG-BERT's attention is (a gate that starts open flattens the
+  pretrained attention before any training).
 - :func:`extract_attention`: the attention maps the other attention systems return (ATAE-LSTM's α,
   MAN's aspect heads, OA's query-axis and self-attention weights), and :func:`token_attention`,
   one weight per token for comparing where each model looks (notebook 06).
@@ -137,6 +139,34 @@ def context_signal(model, batch: dict, num_contexts: int) -> dict[str, float]:
         model.train(was_training)
     return {"logit_sd_contexts": every.std(0).mean().item(), "logit_sd_sentences": every.std(1).mean().item(),
             "grad_context_embedding": grad.norm().item()}
+
+
+def attention_entropy(model, batch: dict) -> dict[str, float]:
+    """How peaked CG-BERT's attention (the softmax of Q̂K̂ᵀ) is, in eval mode.
+
+    - ``entropy``: the entropy (nats) of each real query token's attention row, averaged over the
+      layers, heads and the batch's real tokens;
+    - ``uniform``: the same average for attention spread evenly over the sentence (ln of its length),
+      the largest value the entropy can take.
+
+    Q̂ = (1 − λ_Q) Q + λ_Q C_Q (Eq. 3), with C_Q tiny at initialisation: a tanh gate starts at
+    λ ≈ 0 and leaves the pretrained attention as it is; a sigmoid gate starts at λ ≈ 0.5, which
+    halves Q and K and divides every attention score by 4.
+
+    Args:
+        model: a ``cg-bert`` :class:`~absa_lib.models.AbsaModel`.
+        batch: as for :func:`extract_components`.
+    """
+    layers = extract_components(model, batch)
+    if "attention" not in layers[0]:
+        raise AbsaError("attention entropy is defined for cg-bert's softmax attention; qacg-bert's Â is not a "
+                        "distribution (it lies in [-1, 2])")
+    real = batch["attention_mask"].to(layers[0]["attention"].device).bool()          # (B, T)
+    per_layer = [-torch.special.xlogy(a, a).sum(-1).transpose(1, 2)[real].mean()      # (B, T, H)[real] -> mean
+                 for a in (layer["attention"] for layer in layers)]                   # a: (B, H, T, T)
+    lengths = real.sum(-1, keepdim=True).expand_as(real)                              # (B, T)
+    return {"entropy": torch.stack(per_layer).mean().item(),
+            "uniform": torch.log(lengths[real].double()).mean().item()}
 
 
 @torch.no_grad()

@@ -10,7 +10,9 @@ below float32's resolution):
 
 - the sd of the logits across the context ids for the same sentences, and its ratio to the sd
   across sentences;
-- the norm of the gradient that reaches the context embedding table from the training loss.
+- the norm of the gradient that reaches the context embedding table from the training loss;
+- for CG-BERT, :func:`absa_lib.analysis.attention_entropy`: how flat its attention starts (a gate
+  that starts open scales the pretrained attention scores down), beside the uniform attention's.
 
 Numbers, not timings: it reads the data from ``$ABSA_DATA_DIR`` (or ``--data-dir``).
 """
@@ -23,7 +25,7 @@ import numpy as np
 import torch
 
 from absa_lib import data
-from absa_lib.analysis import context_signal
+from absa_lib.analysis import attention_entropy, context_signal
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
@@ -53,8 +55,8 @@ def main() -> None:
     k = data.num_contexts(args.dataset)
     print(f"{args.backbone}, {args.dataset}, {len(examples)} training examples without auxiliary sentence, "
           f"{k} contexts, seeds {' '.join(map(str, args.seeds))}, float64, eval mode\n")
-    print("| variant | logit sd across contexts | ratio to sd across sentences | ‖∂L/∂E_ctx‖ |")
-    print("|---|---|---|---|")
+    print("| variant | logit sd across contexts | ratio to sd across sentences | ‖∂L/∂E_ctx‖ | attention entropy (nats) |")
+    print("|---|---|---|---|---|")
     for label, (model_name, preset, overrides) in VARIANTS.items():
         rows = []
         for seed in args.seeds:
@@ -62,9 +64,13 @@ def main() -> None:
             model = build_model(model_name, backbone=args.backbone, num_labels=len(data.LABELS[args.dataset]),
                                 num_contexts=k, preset=preset, **overrides).double()
             rows.append(context_signal(model, batch, k))
+            if model_name == "cg-bert":
+                rows[-1].update(attention_entropy(model, batch))
         mean = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+        entropy = f"{mean['entropy']:.2f} (uniform {mean['uniform']:.2f})" if "entropy" in mean else "–"
         print(f"| {label} | {mean['logit_sd_contexts']:.1e} | "
-              f"{mean['logit_sd_contexts'] / mean['logit_sd_sentences']:.1e} | {mean['grad_context_embedding']:.1e} |")
+              f"{mean['logit_sd_contexts'] / mean['logit_sd_sentences']:.1e} | {mean['grad_context_embedding']:.1e} | "
+              f"{entropy} |")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from absa_lib.analysis import context_signal, extract_components, gradient_sensitivity
+from absa_lib.analysis import attention_entropy, context_signal, extract_components, gradient_sensitivity
 from absa_lib.errors import AbsaError
 from absa_lib.models import build_model, load_tokenizer
 
@@ -113,3 +113,21 @@ def test_context_signal_measures_the_context_ids_hold_on_the_model(tiny_dir):
     with pytest.raises(AbsaError, match="no context embedding table"):
         context_signal(build_model("bert-pair", backbone=str(tiny_dir), num_labels=3, num_contexts=8),
                        batch, 8)
+
+
+def test_attention_entropy_shows_a_gate_that_starts_open_flattening_the_attention(tiny_dir):
+    batch = _batch(tiny_dir)
+
+    def entropy(model_name="cg-bert", **overrides):
+        torch.manual_seed(1)
+        model = build_model(model_name, backbone=str(tiny_dir), num_labels=3, num_contexts=8, preset="paper",
+                            **overrides)
+        return attention_entropy(model, batch)
+
+    tanh, sigmoid = entropy(), entropy(gate_activation="sigmoid")
+    assert tanh["uniform"] == sigmoid["uniform"]
+    assert 0 < tanh["entropy"] < sigmoid["entropy"] <= tanh["uniform"] + 1e-6    # scores / 4: flatter rows
+    n = batch["attention_mask"].sum(-1).double()
+    assert tanh["uniform"] == pytest.approx(float((n * n.log()).sum() / n.sum()))  # ln(length) per real token
+    with pytest.raises(AbsaError, match="not a distribution"):
+        entropy("qacg-bert")
