@@ -1,7 +1,8 @@
 """The ablations of notebook 04, as data: QACG-BERT with the auxiliary sentence (paper preset) and one
 change at a time, plus CG-BERT's gate activation and, without the auxiliary sentence, CG-BERT's gate
-and initialisation, and how BERT-single's per-context classifiers are batched. Each spec differs from its reference (the spec it names in ``reference``, else the
-first spec of its model) in exactly one field; notebook 04 shows this list and checks that.
+and initialisation, and how BERT-single's per-context classifiers are batched. Each spec differs from
+its reference (the spec it names in ``reference``, else the first spec of its model) in exactly one
+field; notebook 04 shows this list and checks that.
 
 The grid runner (:mod:`absa_lib.runner`) trains the same list, so the notebook finds its runs in
 the run cache.
@@ -37,7 +38,7 @@ ABLATIONS = [
     Spec("BERT-single", "bert-single", "single", sampler="per-context",
          change="reference of the next row: each batch from one context, as Sun et al.'s K separate runs"),
     Spec("BERT-single, mixed batches", "bert-single", "single",
-         change="the K classifiers share each batch of 24: about 24/K rows each, K times as many steps"),
+         change="the K classifiers share each batch of 24: about 24/K rows each, many more steps"),
 ]
 
 

@@ -13,7 +13,7 @@ Batches (``TrainConfig.sampler``):
   shuffled order of their batches; the gradient-norm clip and Adam's step count are per classifier,
   since only one has gradients at each step.
 - ``uniform`` (mixed batches, an ablation): the K share every batch of 24, about 24/K rows each,
-  so each takes K times as many, K times smaller steps per epoch.
+  so each takes many more, smaller steps per epoch.
 
 Adam skips a model whose examples are absent from a batch (its gradients are None).
 
