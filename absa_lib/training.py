@@ -144,6 +144,13 @@ class _Session:
     total_steps: int
     state: dict                                          # epoch, step, per-epoch rows, best row
 
+    @property
+    def dense_routing(self) -> bool:
+        """bert-single compiled as one graph (mixed batches): every classifier runs on every batch,
+        so absent contexts get zero gradients, not None (sparse routing leaves None already)."""
+        return isinstance(self.model, PerContextModel) and self.step_model is not self.model \
+            and self.config.sampler != "per-context"
+
 
 def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False,
           progress: bool = True) -> Run:
@@ -210,7 +217,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         loss.backward()
-        if isinstance(s.model, PerContextModel):             # bert-single: Adam skips absent contexts
+        if s.dense_routing:                                  # bert-single, compiled whole: Adam skips absent contexts
             s.model.drop_absent_grads(batch["context_ids"])
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), config.max_grad_norm)
         s.optimizer.step()
