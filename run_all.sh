@@ -50,8 +50,8 @@ if [ -z "$PROFILE" ]; then
     "$PY" -c "
 from absa_lib.runner import cost_summary
 print('[run_all] the reference: ' + cost_summary('$ROOT/results/reference/runs') + '. To retrain seed 42 here: '
-      'bash run_all.sh cpu (2 h 10 min measured on 2 CPU cores; README, Cost, measured), or gpu with CUDA '
-      '(10 of its 12 table runs took 14 min on one H100; README, GPU cost, measured)')" >&2
+      'bash run_all.sh cpu (2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed), or gpu with CUDA '
+      '(10 of its 12 table runs took 14 min on one H100; docs/results.md, GPU cost)')" >&2
   else
     PROFILE=cpu; why="no CUDA GPU was found and results/reference/ has no runs"
   fi
