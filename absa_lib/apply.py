@@ -1,13 +1,21 @@
-"""Apply a trained run to new text (``absa predict``): :func:`predict_text` gives one prediction per
-target × aspect (SentiHood) or per aspect category (SemEval), with the probabilities of every label.
+"""Apply a trained run to new text (``absa predict``): :func:`predict_text` (one sentence) and
+:func:`predict_texts` (many, batched; :func:`read_sentences` reads them from a file) give one
+prediction per target × aspect (SentiHood) or per aspect category (SemEval), with the probabilities
+of every label; :func:`predictions_csv` writes them as CSV.
 
 SentiHood models were trained on text whose location names are masked as ``LOCATION1`` /
-``LOCATION2``; new text must use the same masks, and the targets are the masks it contains.
+``LOCATION2``; new text must use the same masks (``locations=["Camden", "Brixton"]`` masks those
+names first), and the targets are the masks it contains.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import os
+import re
+import sys
+from pathlib import Path
 
 from absa_lib import data as D
 from absa_lib.errors import AbsaError
@@ -48,40 +56,135 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             for t in (targets or found) for a in D.ASPECTS[dataset]]
 
 
-def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
-            truncate: bool = False, model=None, tokenizer=None) -> dict:
-    """Predict every (target,) aspect of ``text`` with the dev-best model of ``run``.
+def mask_locations(text: str, locations: list[str]) -> str:
+    """``text`` with the i-th of ``locations`` (a place name, matched as whole words, any case)
+    replaced by the SentiHood mask ``LOCATION{i}``, as the dataset masks its location names. The
+    longest name wins where names overlap ("Camden Town" before "Camden")."""
+    if len(locations) > len(D.TARGETS):
+        raise AbsaError(f"--locations: at most {len(D.TARGETS)} names (they become {' and '.join(D.TARGETS)}), "
+                        f"got {len(locations)}")
+    masks = {}
+    for name, mask in zip(locations, D.TARGETS):
+        name = " ".join(name.split()).lower()
+        if not name:
+            raise AbsaError("--locations: an empty name; give place names such as \"Camden Town\"")
+        masks.setdefault(name, mask)
+    names = sorted(masks, key=len, reverse=True)
+    pattern = r"(?<!\w)(" + "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in names) + r")(?!\w)"
+    return re.sub(pattern, lambda m: masks[" ".join(m.group(1).split()).lower()], text, flags=re.IGNORECASE)
+
+
+def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
+    """(line number, sentence) for each non-blank line of a UTF-8 text file, one review sentence per
+    line (``-``: standard input). Blank lines are skipped; the line numbers say where each came from."""
+    name = "standard input" if str(path) == "-" else str(path)
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise AbsaError(f"{name}: file not found; give a text file with one review sentence per line") from None
+    except OSError as err:
+        raise AbsaError(f"{name}: cannot be read ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise AbsaError(f"{name}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
+                        "as UTF-8") from None
+    sentences = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not sentences:
+        raise AbsaError(f"{name}: no sentence in the file; expected one review sentence per line")
+    return sentences
+
+
+def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
+                  truncate: bool = False, model=None, tokenizer=None,
+                  names: list[str] | None = None, locations: list[str] | None = None) -> list[dict]:
+    """Predict every (target,) aspect of each text with the dev-best model of ``run``: one model load
+    and one pass in length-sorted batches for all of them.
 
     Args:
         run: a :class:`Run` or its folder.
-        text: one review sentence.
-        targets: SentiHood only: restrict to these masks (default: every mask in the text).
+        texts: review sentences.
+        targets: SentiHood only: restrict to these masks (default: every mask in each text).
         truncate: cut text longer than the model's limit instead of refusing it (the output says so).
         model, tokenizer: pass them to reuse a loaded model across calls.
+        names: how an error names each text (default ``text 1``, ``text 2``, ...; ``""``: no name).
+        locations: SentiHood only: place names to mask as LOCATION1, LOCATION2 first
+            (:func:`mask_locations`); the results' ``text`` is the masked text.
 
     Returns:
-        ``{"run", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``.
+        one ``{"text", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``
+        per text, in order.
     """
     from absa_lib.config import config_from_record
     from absa_lib.models import load_tokenizer
 
+    if not texts:
+        raise AbsaError("no text given; give at least one review sentence")
+    names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
+    prefix = [f"{n}: " if n else "" for n in names]
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
-    examples = _examples(config.dataset, text, targets)
+    examples, owner = [], []                     # owner[j]: the text example j comes from
+    if locations and config.dataset != "sentihood":
+        raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
+    texts = [mask_locations(t, locations) for t in texts] if locations else list(texts)
+    for i, text in enumerate(texts):
+        if locations and not any(t in text for t in D.TARGETS):
+            raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs in the text "
+                            "(whole words, any case)")
+        try:
+            found = _examples(config.dataset, text, targets)
+        except AbsaError as err:
+            raise AbsaError(f"{prefix[i]}{err}") from None
+        examples += found
+        owner += [i] * len(found)
     tokenizer = tokenizer or load_tokenizer(config.backbone)
     encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
-    truncated = any(e.truncated for e in encoded)
-    if truncated and not truncate:
-        raise AbsaError(f"the text is longer than the model's limit of {config.max_length} tokens "
-                        "(with the auxiliary sentence); shorten it or pass --truncate")
+    truncated = [False] * len(texts)
+    for j, e in enumerate(encoded):
+        truncated[owner[j]] |= e.truncated
+    if any(truncated) and not truncate:
+        raise AbsaError(f"{prefix[truncated.index(True)]}the text is longer than the model's limit of "
+                        f"{config.max_length} tokens (with the auxiliary sentence); shorten it or pass --truncate")
     model = model or run.load_model("best")
-    probs = class_probabilities(config.dataset, config.aux,
+    probs = class_probabilities(config.dataset, config.aux,            # (N examples, C labels)
                                 predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
     labels = D.LABELS[config.dataset]
-    out = []
-    for ex, p in zip(examples, probs):
+    out = [{"text": text.strip(), "truncated": cut, "predictions": []} for text, cut in zip(texts, truncated)]
+    for ex, i, p in zip(examples, owner, probs):
         row = {"target": ex.target} if ex.target else {}
         row.update(aspect=ex.aspect, label=labels[int(p.argmax())],
                    probabilities={lab: float(v) for lab, v in zip(labels, p)})
-        out.append(row)
-    return {"run": str(run.path), "dataset": config.dataset, "truncated": truncated, "predictions": out}
+        out[i]["predictions"].append(row)
+    return out
+
+
+def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
+                 truncate: bool = False, model=None, tokenizer=None, locations: list[str] | None = None) -> dict:
+    """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
+
+    Returns:
+        ``{"run", "dataset", "text", "truncated", "predictions": [{"target"?, "aspect", "label",
+        "probabilities"}]}`` (``text``: as the model read it, after ``locations`` masking).
+    """
+    run = run if isinstance(run, Run) else load_run(run)
+    (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""], locations=locations)
+    return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
+            "truncated": result["truncated"], "predictions": result["predictions"]}
+
+
+def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
+    """:func:`predict_texts`' results as CSV: one row per text × (target ×) aspect, columns
+    ``line,[target,]aspect,label,p_<label>...,truncated,text`` (``line``: where the text came from)."""
+    labels = D.LABELS[dataset]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["line", *(["target"] if dataset == "sentihood" else []), "aspect", "label",
+                     *(f"p_{lab.lower()}" for lab in labels), "truncated", "text"])
+    for line, result in zip(lines, results):
+        for row in result["predictions"]:
+            writer.writerow([line, *([row["target"]] if dataset == "sentihood" else []), row["aspect"],
+                             row["label"], *(repr(row["probabilities"][lab]) for lab in labels),
+                             int(result["truncated"]), result["text"]])
+    return buf.getvalue()

@@ -186,6 +186,79 @@ def test_predict_can_truncate_and_says_so(first_run):
     assert out["truncated"] is True and len(out["predictions"]) == 4
 
 
+def test_predict_a_file_of_sentences_as_csv(first_run, tmp_path, capsys):
+    """Each non-blank line is predicted as the single-sentence command predicts it (same labels and
+    probabilities), and the CSV names the line it came from."""
+    import csv
+
+    from absa_lib.apply import predict_text
+
+    lines = ["LOCATION1 is cheap but LOCATION2 is not safe", "", "LOCATION2 has great transport  "]
+    (tmp_path / "reviews.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "preds.csv"
+    assert main(["predict", "--run", str(first_run.path), "--file", str(tmp_path / "reviews.txt"),
+                 "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [(r["line"], r["target"]) for r in rows] == [("1", "LOCATION1")] * 4 + [("1", "LOCATION2")] * 4 + [
+        ("3", "LOCATION2")] * 4
+    for line, text in ((1, lines[0]), (3, lines[2])):
+        alone = predict_text(first_run.path, text)["predictions"]
+        mine = [r for r in rows if r["line"] == str(line)]
+        assert [r["label"] for r in mine] == [a["label"] for a in alone]
+        for r, a in zip(mine, alone):
+            assert r["text"] == text.strip() and r["truncated"] == "0"
+            for lab, v in a["probabilities"].items():
+                assert float(r[f"p_{lab.lower()}"]) == pytest.approx(v, abs=1e-6)
+    assert "2 sentences, 12 predictions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content,extra,needle", [
+    (b"LOCATION1 is nice\nthe area is lovely\n", [], "reviews.txt: line 2: a SentiHood model needs"),
+    (b"LOCATION1 is nice\nLOCATION1 \xff\n", [], "reviews.txt: line 2: not UTF-8 text (byte 0xff)"),
+    (b"\n  \n", [], "no sentence in the file"),
+    (b"LOCATION1 is nice\n" + b"LOCATION1 " + b"very " * 80 + b"\n", [], "line 2: the text is longer"),
+    (b"LOCATION1 is nice\n", ["LOCATION1 is nice"], "not both or neither"),
+])
+def test_predict_a_bad_file_is_one_line_naming_the_line(first_run, tmp_path, capsys, content, extra, needle):
+    path = tmp_path / "reviews.txt"
+    path.write_bytes(content)
+    out = tmp_path / "preds.csv"
+    rc = main(["predict", "--run", str(first_run.path), "--file", str(path), "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_predict_reads_standard_input_and_writes_standard_output(first_run, monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"LOCATION2 is safe\n")))
+    assert main(["predict", "--run", str(first_run.path), "--file", "-"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("line,target,aspect,label,p_none,") and len(lines) == 1 + 4
+    assert all(line.startswith("1,LOCATION2,") for line in lines[1:])
+
+
+def test_predict_masks_named_locations_as_the_dataset_does(first_run, capsys):
+    from absa_lib.apply import mask_locations, predict_text
+
+    assert mask_locations("camden is nicer than Camden  Town or Brixton's market, said Camdenite",
+                          ["camden", "Camden Town"]) == (
+        "LOCATION1 is nicer than LOCATION2 or Brixton's market, said Camdenite")
+    masked = predict_text(first_run.path, "LOCATION1 is cheap, LOCATION2 is not")
+    named = predict_text(first_run.path, "Camden is cheap, brixton is not", locations=["camden", "Brixton"])
+    assert named["text"] == "LOCATION1 is cheap, LOCATION2 is not"
+    assert named["predictions"] == masked["predictions"]
+    assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Camden"]) == 2
+    assert "none of the locations 'Camden' occurs in the text" in capsys.readouterr().err
+
+
+def test_predict_out_needs_a_file(first_run, capsys):
+    assert main(["predict", "--run", str(first_run.path), "LOCATION1 is nice", "--out", "x.csv"]) == 2
+    assert "--out is for --file" in capsys.readouterr().err
+
+
 def test_predict_on_a_missing_run(tmp_path, capsys):
     assert main(["predict", "--run", str(tmp_path), "LOCATION1 is nice"]) == 2
     assert "not a run folder" in capsys.readouterr().err

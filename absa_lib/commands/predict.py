@@ -1,25 +1,59 @@
-"""``absa predict --run DIR "text"``: labels and probabilities for each target × aspect, as JSON."""
+"""``absa predict --run DIR "text"``: labels and probabilities for each target × aspect, as JSON;
+``absa predict --run DIR --file reviews.txt [--out predictions.csv]``: one sentence per line, as CSV."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("predict", help="apply a trained run to a review sentence",
-                       description="Predict the sentiment of every (target ×) aspect of a sentence with the "
-                       "dev-best model of a run. SentiHood text must mask locations as LOCATION1/LOCATION2.")
+    p = sub.add_parser("predict", help="apply a trained run to review sentences",
+                       description="Predict the sentiment of every (target ×) aspect of a sentence (JSON), or of "
+                       "every line of a file (CSV), with the dev-best model of a run. SentiHood text must mask "
+                       "locations as LOCATION1/LOCATION2 (or name them with --locations).")
     p.add_argument("--run", required=True, help="a run folder printed by `absa train`")
-    p.add_argument("text", help="the review sentence")
+    p.add_argument("text", nargs="?", help="the review sentence (or --file)")
+    p.add_argument("--file", metavar="PATH",
+                   help="a UTF-8 text file, one review sentence per line ('-': standard input); blank lines are "
+                        "skipped; writes CSV rows line,[target,]aspect,label,p_<label>...,truncated,text")
+    p.add_argument("--out", metavar="CSV", help="with --file: write the CSV here (atomically), not to standard output")
     p.add_argument("--targets", nargs="+", default=None, metavar="LOCATIONn",
                    help="SentiHood only: the targets to predict (default: every mask in the text)")
+    p.add_argument("--locations", nargs="+", default=None, metavar="NAME",
+                   help="SentiHood only: place names to mask as LOCATION1 (the first) and LOCATION2 (the second), "
+                        "whole words, any case, before predicting")
     p.add_argument("--truncate", action="store_true", help="cut over-long text instead of refusing it")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.apply import predict_text
+    from absa_lib.apply import predict_text, predict_texts, predictions_csv, read_sentences
+    from absa_lib.errors import AbsaError
+    from absa_lib.fileio import atomic_write_bytes
+    from absa_lib.runs import load_run
 
-    print(json.dumps(predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate), indent=2))
+    if (args.text is None) == (args.file is None):
+        raise AbsaError("give either a sentence or --file PATH (one sentence per line), not both or neither")
+    if args.file is None:
+        if args.out:
+            raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
+        result = predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate,
+                              locations=args.locations)
+        print(json.dumps(result, indent=2))
+        return 0
+    sentences = read_sentences(args.file)
+    source = "standard input" if args.file == "-" else args.file
+    trained = load_run(args.run)
+    results = predict_texts(trained, [text for _, text in sentences], targets=args.targets, truncate=args.truncate,
+                            names=[f"{source}: line {line}" for line, _ in sentences], locations=args.locations)
+    table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
+    if args.out:
+        atomic_write_bytes(Path(args.out), table.encode("utf-8"))
+        n = sum(len(r["predictions"]) for r in results)
+        print(f"[absa] {len(sentences)} sentences, {n} predictions -> {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(table)
     return 0
