@@ -119,9 +119,13 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     from absa_lib.config import config_from_record
     from absa_lib.models import load_tokenizer
 
+    if isinstance(texts, str):
+        raise AbsaError("texts must be a list of sentences, got one string; for one sentence use predict_text")
     if not texts:
         raise AbsaError("no text given; give at least one review sentence")
     names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
+    if len(names) != len(texts):
+        raise AbsaError(f"names has {len(names)} entries for {len(texts)} texts; give one name per text")
     prefix = [f"{n}: " if n else "" for n in names]
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")

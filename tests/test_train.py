@@ -254,6 +254,17 @@ def test_predict_masks_named_locations_as_the_dataset_does(first_run, capsys):
     assert "none of the locations 'Camden' occurs in the text" in capsys.readouterr().err
 
 
+def test_predict_texts_refuses_a_string_or_mismatched_names(first_run):
+    from absa_lib.apply import predict_texts
+
+    with pytest.raises(AbsaError, match="one string"):
+        predict_texts(first_run.path, "LOCATION1 is nice")
+    with pytest.raises(AbsaError, match="names has 1 entries for 2 texts"):
+        predict_texts(first_run.path, ["LOCATION1 is nice", "LOCATION2 too"], names=["a"])
+    with pytest.raises(AbsaError, match="text 2: a SentiHood model needs"):
+        predict_texts(first_run.path, ["LOCATION1 is nice", "the area is nice"])
+
+
 def test_predict_out_needs_a_file(first_run, capsys):
     assert main(["predict", "--run", str(first_run.path), "LOCATION1 is nice", "--out", "x.csv"]) == 2
     assert "--out is for --file" in capsys.readouterr().err
