@@ -5,7 +5,7 @@ of every label; :func:`predictions_csv` writes them as CSV.
 
 SentiHood models were trained on text whose location names are masked as ``LOCATION1`` /
 ``LOCATION2``; new text must use the same masks (``locations=["Camden", "Brixton"]`` masks those
-names first), and the targets are the masks it contains.
+names first, numbered per sentence as the dataset does), and the targets are the masks it contains.
 """
 
 from __future__ import annotations
@@ -56,22 +56,36 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             for t in (targets or found) for a in D.ASPECTS[dataset]]
 
 
-def mask_locations(text: str, locations: list[str]) -> str:
-    """``text`` with the i-th of ``locations`` (a place name, matched as whole words, any case)
-    replaced by the SentiHood mask ``LOCATION{i}``, as the dataset masks its location names. The
-    longest name wins where names overlap ("Camden Town" before "Camden")."""
+def _name_key(name: str) -> str:
+    return " ".join(name.split()).lower()
+
+
+def mask_locations(text: str, locations: list[str]) -> tuple[str, dict[str, str]]:
+    """``text`` with the place names of ``locations`` (whole words, any case) masked as the SentiHood
+    files mask them, and which mask stands for which name.
+
+    The names a sentence contains are numbered in the order of ``locations``: LOCATION1, then
+    LOCATION2 (SentiHood never has LOCATION2 without LOCATION1), so a sentence naming only the
+    second place calls it LOCATION1. Where names overlap the longest wins ("Camden Town" before
+    "Camden").
+
+    Returns:
+        (masked text, ``{"LOCATION1": name, ...}`` for the names that occur).
+    """
     if len(locations) > len(D.TARGETS):
         raise AbsaError(f"--locations: at most {len(D.TARGETS)} names (they become {' and '.join(D.TARGETS)}), "
                         f"got {len(locations)}")
-    masks = {}
-    for name, mask in zip(locations, D.TARGETS):
-        name = " ".join(name.split()).lower()
-        if not name:
-            raise AbsaError("--locations: an empty name; give place names such as \"Camden Town\"")
-        masks.setdefault(name, mask)
-    names = sorted(masks, key=len, reverse=True)
-    pattern = r"(?<!\w)(" + "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in names) + r")(?!\w)"
-    return re.sub(pattern, lambda m: masks[" ".join(m.group(1).split()).lower()], text, flags=re.IGNORECASE)
+    if any(not _name_key(n) for n in locations):
+        raise AbsaError("--locations: an empty name; give place names such as \"Camden Town\"")
+    given = {_name_key(n): n.strip() for n in reversed(locations)}           # first spelling of each name
+    keys = list(dict.fromkeys(_name_key(n) for n in locations))             # in the order given
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(k).replace(r"\ ", r"\s+")
+                                                 for k in sorted(keys, key=len, reverse=True)) + r")(?!\w)",
+                         re.IGNORECASE)
+    present = {_name_key(m.group(1)) for m in pattern.finditer(text)}
+    masks = dict(zip([k for k in keys if k in present], D.TARGETS))       # name key -> LOCATIONn
+    masked = pattern.sub(lambda m: masks[_name_key(m.group(1))], text)
+    return masked, {mask: given[k] for k, mask in masks.items()}
 
 
 def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
@@ -110,11 +124,12 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         model, tokenizer: pass them to reuse a loaded model across calls.
         names: how an error names each text (default ``text 1``, ``text 2``, ...; ``""``: no name).
         locations: SentiHood only: place names to mask as LOCATION1, LOCATION2 first
-            (:func:`mask_locations`); the results' ``text`` is the masked text.
+            (:func:`mask_locations`); the results' ``text`` is the masked text, and each prediction
+            names its ``location``.
 
     Returns:
-        one ``{"text", "truncated", "predictions": [{"target"?, "aspect", "label", "probabilities"}]}``
-        per text, in order.
+        one ``{"text", "truncated", "predictions": [{"target"?, "location"?, "aspect", "label",
+        "probabilities"}]}`` per text, in order.
     """
     from absa_lib.config import config_from_record
     from absa_lib.models import load_tokenizer
@@ -130,11 +145,15 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
     examples, owner = [], []                     # owner[j]: the text example j comes from
-    if locations and config.dataset != "sentihood":
-        raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
-    texts = [mask_locations(t, locations) for t in texts] if locations else list(texts)
+    named = [{}] * len(texts)                    # per text: LOCATIONn -> the place name it masks
+    if locations:
+        if config.dataset != "sentihood":
+            raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
+        if targets:
+            raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
+        texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts)))
     for i, text in enumerate(texts):
-        if locations and not any(t in text for t in D.TARGETS):
+        if locations and not named[i]:
             raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs in the text "
                             "(whole words, any case)")
         try:
@@ -158,6 +177,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     out = [{"text": text.strip(), "truncated": cut, "predictions": []} for text, cut in zip(texts, truncated)]
     for ex, i, p in zip(examples, owner, probs):
         row = {"target": ex.target} if ex.target else {}
+        if named[i]:
+            row["location"] = named[i][ex.target]
         row.update(aspect=ex.aspect, label=labels[int(p.argmax())],
                    probabilities={lab: float(v) for lab, v in zip(labels, p)})
         out[i]["predictions"].append(row)
@@ -180,15 +201,16 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
 
 def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     """:func:`predict_texts`' results as CSV: one row per text × (target ×) aspect, columns
-    ``line,[target,]aspect,label,p_<label>...,truncated,text`` (``line``: where the text came from)."""
+    ``line,[target,][location,]aspect,label,p_<label>...,truncated,text`` (``line``: where the text
+    came from; ``location``: the place name a target masks, with ``locations``)."""
     labels = D.LABELS[dataset]
+    keys = [k for k in ("target", "location") if any(k in row for r in results for row in r["predictions"])]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["line", *(["target"] if dataset == "sentihood" else []), "aspect", "label",
-                     *(f"p_{lab.lower()}" for lab in labels), "truncated", "text"])
+    writer.writerow(["line", *keys, "aspect", "label", *(f"p_{lab.lower()}" for lab in labels), "truncated", "text"])
     for line, result in zip(lines, results):
         for row in result["predictions"]:
-            writer.writerow([line, *([row["target"]] if dataset == "sentihood" else []), row["aspect"],
-                             row["label"], *(repr(row["probabilities"][lab]) for lab in labels),
-                             int(result["truncated"]), result["text"]])
+            writer.writerow([line, *(row[k] for k in keys), row["aspect"], row["label"],
+                             *(repr(row["probabilities"][lab]) for lab in labels), int(result["truncated"]),
+                             result["text"]])
     return buf.getvalue()

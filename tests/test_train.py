@@ -240,18 +240,32 @@ def test_predict_reads_standard_input_and_writes_standard_output(first_run, monk
     assert all(line.startswith("1,LOCATION2,") for line in lines[1:])
 
 
-def test_predict_masks_named_locations_as_the_dataset_does(first_run, capsys):
+def test_predict_masks_named_locations_as_the_dataset_does(first_run, tmp_path, capsys):
+    import csv
+
     from absa_lib.apply import mask_locations, predict_text
 
     assert mask_locations("camden is nicer than Camden  Town or Brixton's market, said Camdenite",
                           ["camden", "Camden Town"]) == (
-        "LOCATION1 is nicer than LOCATION2 or Brixton's market, said Camdenite")
+        "LOCATION1 is nicer than LOCATION2 or Brixton's market, said Camdenite",
+        {"LOCATION1": "camden", "LOCATION2": "Camden Town"})
+    # numbered per sentence: a sentence naming only the second place calls it LOCATION1, as SentiHood does
+    assert mask_locations("BRIXTON is safe", ["Camden", "Brixton"]) == ("LOCATION1 is safe", {"LOCATION1": "Brixton"})
     masked = predict_text(first_run.path, "LOCATION1 is cheap, LOCATION2 is not")
     named = predict_text(first_run.path, "Camden is cheap, brixton is not", locations=["camden", "Brixton"])
     assert named["text"] == "LOCATION1 is cheap, LOCATION2 is not"
-    assert named["predictions"] == masked["predictions"]
+    assert [{k: v for k, v in r.items() if k != "location"} for r in named["predictions"]] == masked["predictions"]
+    assert [r["location"] for r in named["predictions"]] == ["camden"] * 4 + ["Brixton"] * 4
+    (tmp_path / "r.txt").write_text("Brixton is safe\n", encoding="utf-8")
+    assert main(["predict", "--run", str(first_run.path), "--file", str(tmp_path / "r.txt"), "--locations", "Camden",
+                 "Brixton", "--out", str(tmp_path / "r.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8")))
+    assert {(r["target"], r["location"], r["text"]) for r in rows} == {("LOCATION1", "Brixton", "LOCATION1 is safe")}
     assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Camden"]) == 2
     assert "none of the locations 'Camden' occurs in the text" in capsys.readouterr().err
+    assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Soho",
+                 "--targets", "LOCATION1"]) == 2
+    assert "give one of them" in capsys.readouterr().err
 
 
 def test_predict_texts_refuses_a_string_or_mismatched_names(first_run):
