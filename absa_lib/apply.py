@@ -190,8 +190,8 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
     """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
 
     Returns:
-        ``{"run", "dataset", "text", "truncated", "predictions": [{"target"?, "aspect", "label",
-        "probabilities"}]}`` (``text``: as the model read it, after ``locations`` masking).
+        ``{"run", "dataset", "text", "truncated", "predictions": [{"target"?, "location"?, "aspect",
+        "label", "probabilities"}]}`` (``text``: as the model read it, after ``locations`` masking).
     """
     run = run if isinstance(run, Run) else load_run(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""], locations=locations)
