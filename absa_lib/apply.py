@@ -73,8 +73,8 @@ def mask_locations(text: str, locations: list[str]) -> tuple[str, dict[str, str]
         (masked text, ``{"LOCATION1": name, ...}`` for the names that occur).
     """
     if len(locations) > len(D.TARGETS):
-        raise AbsaError(f"--locations: at most {len(D.TARGETS)} names (they become {' and '.join(D.TARGETS)}), "
-                        f"got {len(locations)}")
+        raise AbsaError(f"--locations: at most {len(D.TARGETS)} names (they become "
+                        f"{' and '.join(D.TARGETS)}), got {len(locations)}")
     if any(not _name_key(n) for n in locations):
         raise AbsaError("--locations: an empty name; give place names such as \"Camden Town\"")
     given = {_name_key(n): n.strip() for n in reversed(locations)}           # first spelling of each name
@@ -95,7 +95,8 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
     except FileNotFoundError:
-        raise AbsaError(f"{name}: file not found; give a text file with one review sentence per line") from None
+        raise AbsaError(f"{name}: file not found; give a text file with one review sentence per "
+                        "line") from None
     except OSError as err:
         raise AbsaError(f"{name}: cannot be read ({err.strerror})") from None
     try:
@@ -104,7 +105,8 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
         line = raw[:err.start].count(b"\n") + 1
         raise AbsaError(f"{name}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
                         "as UTF-8") from None
-    sentences = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    lines = text.split("\n")                                 # numbered as editors number them
+    sentences = [(i, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
     if not sentences:
         raise AbsaError(f"{name}: no sentence in the file; expected one review sentence per line")
     return sentences
@@ -135,7 +137,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     from absa_lib.models import load_tokenizer
 
     if isinstance(texts, str):
-        raise AbsaError("texts must be a list of sentences, got one string; for one sentence use predict_text")
+        raise AbsaError("texts must be a list of sentences, got one string; for one sentence use "
+                        "predict_text")
     if not texts:
         raise AbsaError("no text given; give at least one review sentence")
     names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
@@ -154,8 +157,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts)))
     for i, text in enumerate(texts):
         if locations and not named[i]:
-            raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs in the text "
-                            "(whole words, any case)")
+            raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs "
+                            "in the text (whole words, any case)")
         try:
             found = _examples(config.dataset, text, targets)
         except AbsaError as err:
@@ -169,7 +172,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         truncated[owner[j]] |= e.truncated
     if any(truncated) and not truncate:
         raise AbsaError(f"{prefix[truncated.index(True)]}the text is longer than the model's limit of "
-                        f"{config.max_length} tokens (with the auxiliary sentence); shorten it or pass --truncate")
+                        f"{config.max_length} tokens (with the auxiliary sentence); shorten it or pass "
+                        "--truncate")
     model = model or run.load_model("best")
     probs = class_probabilities(config.dataset, config.aux,            # (N examples, C labels)
                                 predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
@@ -186,7 +190,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
 
 
 def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
-                 truncate: bool = False, model=None, tokenizer=None, locations: list[str] | None = None) -> dict:
+                 truncate: bool = False, model=None, tokenizer=None,
+                 locations: list[str] | None = None) -> dict:
     """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
 
     Returns:
@@ -194,7 +199,8 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
         "label", "probabilities"}]}`` (``text``: as the model read it, after ``locations`` masking).
     """
     run = run if isinstance(run, Run) else load_run(run)
-    (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""], locations=locations)
+    (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
+                              locations=locations)
     return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
             "truncated": result["truncated"], "predictions": result["predictions"]}
 
@@ -207,7 +213,8 @@ def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     keys = [k for k in ("target", "location") if any(k in row for r in results for row in r["predictions"])]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["line", *keys, "aspect", "label", *(f"p_{lab.lower()}" for lab in labels), "truncated", "text"])
+    writer.writerow(["line", *keys, "aspect", "label", *(f"p_{lab.lower()}" for lab in labels),
+                     "truncated", "text"])
     for line, result in zip(lines, results):
         for row in result["predictions"]:
             writer.writerow([line, *(row[k] for k in keys), row["aspect"], row["label"],

@@ -250,17 +250,20 @@ def test_predict_masks_named_locations_as_the_dataset_does(first_run, tmp_path, 
         "LOCATION1 is nicer than LOCATION2 or Brixton's market, said Camdenite",
         {"LOCATION1": "camden", "LOCATION2": "Camden Town"})
     # numbered per sentence: a sentence naming only the second place calls it LOCATION1, as SentiHood does
-    assert mask_locations("BRIXTON is safe", ["Camden", "Brixton"]) == ("LOCATION1 is safe", {"LOCATION1": "Brixton"})
+    assert mask_locations("BRIXTON is safe", ["Camden", "Brixton"]) == (
+        "LOCATION1 is safe", {"LOCATION1": "Brixton"})
     masked = predict_text(first_run.path, "LOCATION1 is cheap, LOCATION2 is not")
     named = predict_text(first_run.path, "Camden is cheap, brixton is not", locations=["camden", "Brixton"])
     assert named["text"] == "LOCATION1 is cheap, LOCATION2 is not"
-    assert [{k: v for k, v in r.items() if k != "location"} for r in named["predictions"]] == masked["predictions"]
+    unnamed = [{k: v for k, v in r.items() if k != "location"} for r in named["predictions"]]
+    assert unnamed == masked["predictions"]
     assert [r["location"] for r in named["predictions"]] == ["camden"] * 4 + ["Brixton"] * 4
     (tmp_path / "r.txt").write_text("Brixton is safe\n", encoding="utf-8")
-    assert main(["predict", "--run", str(first_run.path), "--file", str(tmp_path / "r.txt"), "--locations", "Camden",
-                 "Brixton", "--out", str(tmp_path / "r.csv")]) == 0
+    assert main(["predict", "--run", str(first_run.path), "--file", str(tmp_path / "r.txt"),
+                 "--locations", "Camden", "Brixton", "--out", str(tmp_path / "r.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8")))
-    assert {(r["target"], r["location"], r["text"]) for r in rows} == {("LOCATION1", "Brixton", "LOCATION1 is safe")}
+    assert {(r["target"], r["location"], r["text"]) for r in rows} == {
+        ("LOCATION1", "Brixton", "LOCATION1 is safe")}
     assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Camden"]) == 2
     assert "none of the locations 'Camden' occurs in the text" in capsys.readouterr().err
     assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Soho",

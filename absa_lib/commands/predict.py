@@ -11,20 +11,22 @@ from pathlib import Path
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="apply a trained run to review sentences",
-                       description="Predict the sentiment of every (target ×) aspect of a sentence (JSON), or of "
-                       "every line of a file (CSV), with the dev-best model of a run. SentiHood text must mask "
-                       "locations as LOCATION1/LOCATION2 (or name them with --locations).")
+                       description="Predict the sentiment of every (target ×) aspect of a sentence (JSON), "
+                       "or of every line of a file (CSV), with the dev-best model of a run. SentiHood text "
+                       "must mask locations as LOCATION1/LOCATION2 (or name them with --locations).")
     p.add_argument("--run", required=True, help="a run folder printed by `absa train`")
     p.add_argument("text", nargs="?", help="the review sentence (or --file)")
     p.add_argument("--file", metavar="PATH",
-                   help="a UTF-8 text file, one review sentence per line ('-': standard input); blank lines are "
-                        "skipped; writes CSV rows line,[target,]aspect,label,p_<label>...,truncated,text")
-    p.add_argument("--out", metavar="CSV", help="with --file: write the CSV here (atomically), not to standard output")
+                   help="a UTF-8 text file, one review sentence per line ('-': standard input); blank "
+                        "lines are skipped; writes CSV rows "
+                        "line,[target,][location,]aspect,label,p_<label>...,truncated,text")
+    p.add_argument("--out", metavar="CSV",
+                   help="with --file: write the CSV here (atomically), not to standard output")
     p.add_argument("--targets", nargs="+", default=None, metavar="LOCATIONn",
                    help="SentiHood only: the targets to predict (default: every mask in the text)")
     p.add_argument("--locations", nargs="+", default=None, metavar="NAME",
-                   help="SentiHood only: place names to mask as LOCATION1 (the first) and LOCATION2 (the second), "
-                        "whole words, any case, before predicting")
+                   help="SentiHood only: place names to mask, numbered per sentence in the order given "
+                        "(LOCATION1, LOCATION2), whole words, any case, before predicting")
     p.add_argument("--truncate", action="store_true", help="cut over-long text instead of refusing it")
     p.set_defaults(func=run)
 
@@ -47,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     sentences = read_sentences(args.file)
     source = "standard input" if args.file == "-" else args.file
     trained = load_run(args.run)
-    results = predict_texts(trained, [text for _, text in sentences], targets=args.targets, truncate=args.truncate,
-                            names=[f"{source}: line {line}" for line, _ in sentences], locations=args.locations)
+    results = predict_texts(trained, [text for _, text in sentences], targets=args.targets,
+                            truncate=args.truncate, locations=args.locations,
+                            names=[f"{source}: line {line}" for line, _ in sentences])
     table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
     if args.out:
         atomic_write_bytes(Path(args.out), table.encode("utf-8"))
