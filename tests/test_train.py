@@ -269,6 +269,9 @@ def test_predict_masks_named_locations_as_the_dataset_does(first_run, tmp_path, 
     assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Soho",
                  "--targets", "LOCATION1"]) == 2
     assert "give one of them" in capsys.readouterr().err
+    # the sentence after --locations is taken as a name: say so instead of only "give a sentence"
+    assert main(["predict", "--run", str(first_run.path), "--locations", "Soho", "Soho is cheap"]) == 2
+    assert "--locations takes several values, so give the sentence before them" in capsys.readouterr().err
 
 
 def test_predict_texts_refuses_a_string_or_mismatched_names(first_run):

@@ -38,7 +38,12 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.runs import load_run
 
     if (args.text is None) == (args.file is None):
-        raise AbsaError("give either a sentence or --file PATH (one sentence per line), not both or neither")
+        several = [f for f, v in (("--locations", args.locations), ("--targets", args.targets)) if v]
+        hint = (f"; {' and '.join(several)} {'take' if len(several) > 1 else 'takes'} several values, so give "
+                "the sentence before them"
+                if args.text is None and several else "")
+        raise AbsaError("give either a sentence or --file PATH (one sentence per line), not both or neither"
+                        + hint)
     if args.file is None:
         if args.out:
             raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
