@@ -37,6 +37,9 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
     if not text:
         raise AbsaError("the text is empty; give a review sentence, e.g. \"LOCATION1 is cheap but not safe\"")
     none = D.NONE_LABEL[dataset]
+    if dataset in D.OWN:
+        return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
+                for t in _own_targets(dataset, text, targets) for a in D.ASPECTS[dataset]]
     if dataset == "semeval":
         if targets:
             raise AbsaError("--targets is for SentiHood models; a SemEval model predicts the 5 aspect categories")
@@ -54,6 +57,25 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             raise AbsaError(f"--targets {t}: {t} does not occur in the text")
     return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
             for t in (targets or found) for a in D.ASPECTS[dataset]]
+
+
+def _own_targets(dataset: str, text: str, targets: list[str] | None) -> list[str | None]:
+    """Your own data's targets to predict for ``text``: ``targets`` (declared ones), else the declared
+    targets the text names (whole words, any case); [None] for a dataset without targets."""
+    declared = D.OWN[dataset].scheme.targets
+    if not declared:
+        if targets:
+            raise AbsaError(f"--targets: dataset {dataset!r} declares no targets; its model predicts every "
+                            "aspect")
+        return [None]
+    for t in targets or []:
+        if t not in declared:
+            raise AbsaError(f"--targets {t!r}: expected one of {', '.join(declared)} (the dataset's targets)")
+    found = [t for t in declared if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", text, re.IGNORECASE)]
+    if not targets and not found:
+        raise AbsaError(f"none of the targets {', '.join(declared)} occurs in the text (whole words, any "
+                        "case); name the ones to predict with --targets")
+    return list(dict.fromkeys(targets)) if targets else found
 
 
 def _name_key(name: str) -> str:
@@ -168,8 +190,9 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     tokenizer = tokenizer or load_tokenizer(config.backbone)
     encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
     truncated = [False] * len(texts)
+    per_example = len(encoded) // len(examples)        # 1, or one input per candidate label (B variants)
     for j, e in enumerate(encoded):
-        truncated[owner[j]] |= e.truncated
+        truncated[owner[j // per_example]] |= e.truncated
     if any(truncated) and not truncate:
         raise AbsaError(f"{prefix[truncated.index(True)]}the text is longer than the model's limit of "
                         f"{config.max_length} tokens (with the auxiliary sentence); shorten it or pass "

@@ -94,7 +94,11 @@ class TrainConfig:
     compile: str = "none"           # none | default | reduce-overhead: torch.compile the training step
 
     def __post_init__(self) -> None:
-        checks = [("dataset", self.dataset, D.DATASETS), ("model", self.model, MODELS),
+        if not D.known(self.dataset):
+            raise AbsaError(f"dataset={self.dataset!r} is not one of {', '.join(D.DATASETS)}, nor a dataset "
+                            "of your own registered in this process (absa train --dataset FOLDER, or "
+                            "absa_lib.register_dataset(FOLDER); see docs/own_data.md)")
+        checks = [("model", self.model, MODELS),
                   ("preset", self.preset, PRESETS), ("aux", self.aux, INPUT_VARIANTS),
                   ("sampler", self.sampler, SAMPLERS), ("schedule", self.schedule, SCHEDULES),
                   ("precision", self.precision, PRECISIONS), ("compile", self.compile, COMPILE_MODES),
@@ -122,13 +126,15 @@ class TrainConfig:
 
 def run_identity(config: TrainConfig) -> dict:
     """What the run id hashes: the config (precision resolved; fields at their neutral default left
-    out), the data files' checksums, the backbone's fingerprint, the library version and, for an
-    ATAE-LSTM on GloVe vectors, the vector file's SHA-256."""
+    out), the data files' checksums (for your own data also its scheme), the backbone's fingerprint,
+    the library version and, for an ATAE-LSTM on GloVe vectors, the vector file's SHA-256."""
     config = resolved(config)
     fields = {k: v for k, v in config.to_dict().items()
               if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
-    identity = {"config": fields, "data_sha256": dataset_checksums(config.dataset),
+    identity = {"config": fields, "data_sha256": data_checksums(config.dataset),
                 "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+    if config.dataset in D.OWN:                    # your own data: its scheme travels with the run
+        identity["dataset_scheme"] = D.OWN[config.dataset].scheme.to_dict()
     vectors = config.model_overrides.get("alstm_vectors")
     if vectors:                        # a GloVe file: its contents, not only its name (absent otherwise)
         path = Path(vectors).expanduser()
@@ -138,8 +144,19 @@ def run_identity(config: TrainConfig) -> dict:
     return identity
 
 
+def data_checksums(dataset: str) -> dict[str, str]:
+    """The pinned checksums of a benchmark's files, or those of your own dataset's folder."""
+    if dataset not in D.OWN:
+        return dataset_checksums(dataset)
+    if D.OWN[dataset].folder is None:
+        raise AbsaError(f"dataset {dataset!r} is known from a run record only; register its folder to train "
+                        "(absa train --dataset FOLDER, or absa_lib.own_data.register_dataset(FOLDER))")
+    return D.OWN[dataset].checksums()
+
+
 # What a run's config.json records besides the TrainConfig fields (see train()).
-RECORD_EXTRAS = ("run_id", "data_sha256", "backbone_fingerprint", "absa_lib_version", "vectors_sha256",
+RECORD_EXTRAS = ("run_id", "data_sha256", "dataset_scheme", "backbone_fingerprint", "absa_lib_version",
+                 "vectors_sha256",
                  "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
 
 
@@ -155,8 +172,9 @@ def recorded_identity(record: dict) -> dict:
         identity["config"] = {k: v for k, v in fields.items()
                               if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
         identity["backbone_fingerprint"] = record["backbone_fingerprint"]
-    if "vectors_sha256" in record:
-        identity["vectors_sha256"] = record["vectors_sha256"]
+    for extra in ("dataset_scheme", "vectors_sha256"):
+        if extra in record:
+            identity[extra] = record[extra]
     return {**identity, "absa_lib_version": record.get("absa_lib_version")}
 
 
@@ -175,6 +193,14 @@ def config_from_record(record, source: Path) -> TrainConfig:
         raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
                         f"backbone and the other training fields), got {got}; {fix}")
     try:
+        if "dataset_scheme" in record:              # your own data: the run knows its labels and aspects
+            from absa_lib.own_data import register_scheme, scheme_from_dict
+
+            scheme = scheme_from_dict(record["dataset_scheme"], "field dataset_scheme")
+            if scheme.name != record["dataset"]:
+                raise AbsaError(f"dataset_scheme names {scheme.name!r}, the run's dataset is "
+                                f"{record['dataset']!r}")
+            register_scheme(scheme)
         config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
     except AbsaError as err:
         raise AbsaError(f"{source}: {err}; {fix}") from None
@@ -208,7 +234,7 @@ def check_max_length(config: TrainConfig, tokenizer) -> None:
     backbone's ``max_position_embeddings``."""
 
     ds, aux = config.dataset, config.aux
-    targets = D.TARGETS if ds == "sentihood" else (None,)
+    targets = D.targets_of(ds)
     labels = D.LABELS[ds] if aux in B_VARIANTS else (None,)
     longest = 0 if aux in SENTENCE_ONLY else max(
         len(tokenizer.tokenize(auxiliary_sentence(ds, aux, t, a, lab)))

@@ -11,7 +11,8 @@ files (same rows, labels and order; ``tests/test_data.py`` checks it row by row)
 model reads follows those files (:mod:`absa_lib.inputs`, which also builds the auxiliary sentences).
 
 The constants below (datasets, splits, labels, the none label, aspects, targets, group sizes and
-context ids) are the one source every other module reads them from.
+context ids) are the one source every other module reads them from. A user's own dataset
+(:mod:`absa_lib.own_data`) is registered into them under its name, and into :data:`OWN`.
 """
 
 from __future__ import annotations
@@ -53,10 +54,20 @@ RAW_FILES.update({("semeval", "train"): "semeval2014/Restaurants_Train.xml",
 SEMEVAL_DEV_SEED = 42
 SEMEVAL_DEV_FRACTION = 0.1
 
+# Your own datasets by name (absa_lib.own_data.OwnDataset: scheme, folder, checksums), registered
+# by absa_lib.own_data.register_dataset / register_scheme.
+OWN: dict = {}
+
+
+def known(dataset: str) -> bool:
+    """A benchmark, or a dataset registered in this process."""
+    return dataset in DATASETS or dataset in OWN
+
 
 def _check(dataset: str, split: str | None = None) -> None:
-    if dataset not in DATASETS:
-        raise AbsaError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}")
+    if not known(dataset):
+        raise AbsaError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}, or a folder of your "
+                        "own data (see docs/own_data.md)")
     if split is not None and split not in SPLITS:
         raise AbsaError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
 
@@ -67,9 +78,17 @@ def group_size(dataset: str) -> int:
     return len(ASPECTS[dataset])
 
 
+def targets_of(dataset: str) -> tuple:
+    """The targets a context can name: LOCATION1, LOCATION2 (SentiHood), (None,) (SemEval), or your own."""
+    _check(dataset)
+    if dataset in OWN:
+        return OWN[dataset].scheme.targets or (None,)
+    return TARGETS if dataset == "sentihood" else (None,)
+
+
 def num_contexts(dataset: str) -> int:
     """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects) or 5 (SemEval)."""
-    return group_size(dataset) * (len(TARGETS) if dataset == "sentihood" else 1)
+    return group_size(dataset) * len(targets_of(dataset))
 
 
 def none_id(dataset: str) -> int:
@@ -79,9 +98,9 @@ def none_id(dataset: str) -> int:
 
 
 def context_id(dataset: str, target: str | None, aspect: str) -> int:
-    """4·(t − 1) + index(aspect) for SentiHood, index(aspect) for SemEval."""
-    a = ASPECTS[dataset].index(aspect)
-    return a if dataset == "semeval" else len(ASPECTS[dataset]) * TARGETS.index(target) + a
+    """|A|·index(target) + index(aspect): 4·(t − 1) + index(aspect) for SentiHood, index(aspect) for
+    SemEval (no target)."""
+    return len(ASPECTS[dataset]) * targets_of(dataset).index(target) + ASPECTS[dataset].index(aspect)
 
 
 @dataclass(frozen=True)
@@ -103,7 +122,8 @@ class Example:
 
     @property
     def key(self) -> tuple:
-        if self.dataset == "sentihood":
+        """(sentence id, target, aspect), or (sentence id, aspect) for a dataset without targets."""
+        if targets_of(self.dataset) != (None,):
             return (self.sentence_id, self.target, self.aspect)
         return (self.sentence_id, self.aspect)
 
@@ -221,7 +241,7 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
     ``ASPECTS`` order; SentiHood lists all LOCATION1 groups, then all LOCATION2 groups.
 
     Args:
-        dataset: "sentihood" or "semeval".
+        dataset: "sentihood", "semeval", or a registered own dataset (its folder is read, not data_dir).
         split: "train", "dev" or "test" (SemEval dev is held out of the raw train file).
         data_dir: the data folder (default: ``$ABSA_DATA_DIR`` or the download folder).
         verify: check the raw file's size and SHA-256 first (False only for small test fixtures).
@@ -230,6 +250,8 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
         A new list of :class:`Example` (parsed once per process and file state).
     """
     _check(dataset, split)
+    if dataset in OWN:
+        return OWN[dataset].examples(split)          # its folder, checked against what was registered
     relative = RAW_FILES[dataset, split]
     path = verified_path(relative, data_dir) if verify else resolve_data_dir(data_dir) / relative
     try:
@@ -242,24 +264,25 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
     return list(_CACHE[key])
 
 
+def split_stats(dataset: str, split: str, data_dir=None) -> dict:
+    """A split's sentences, (sentence, target) groups, examples, and label counts overall and per
+    aspect (in ``LABELS`` order)."""
+    exs = load_examples(dataset, split, data_dir)
+    per_aspect = defaultdict(Counter)
+    for ex in exs:
+        per_aspect[ex.aspect][ex.label] += 1
+    labels = Counter(ex.label for ex in exs)
+    return {
+        "sentences": len({ex.sentence_id for ex in exs}),
+        "groups": len(exs) // group_size(dataset),
+        "examples": len(exs),
+        "labels": {lab: labels[lab] for lab in LABELS[dataset]},
+        "labels_by_aspect": {a: {lab: per_aspect[a][lab] for lab in LABELS[dataset]}
+                             for a in ASPECTS[dataset]},
+    }
+
+
 def stats(data_dir=None) -> dict:
-    """Per dataset and split: sentences, (sentence, target) groups, examples, label counts overall
-    and per aspect (in ``LABELS`` order)."""
-    out = {}
-    for dataset in DATASETS:
-        out[dataset] = {}
-        for split in SPLITS:
-            exs = load_examples(dataset, split, data_dir)
-            per_aspect = defaultdict(Counter)
-            for ex in exs:
-                per_aspect[ex.aspect][ex.label] += 1
-            labels = Counter(ex.label for ex in exs)
-            out[dataset][split] = {
-                "sentences": len({ex.sentence_id for ex in exs}),
-                "groups": len(exs) // group_size(dataset),
-                "examples": len(exs),
-                "labels": {lab: labels[lab] for lab in LABELS[dataset]},
-                "labels_by_aspect": {a: {lab: per_aspect[a][lab] for lab in LABELS[dataset]}
-                                     for a in ASPECTS[dataset]},
-            }
-    return out
+    """:func:`split_stats` of every benchmark and split."""
+    return {dataset: {split: split_stats(dataset, split, data_dir) for split in SPLITS}
+            for dataset in DATASETS}

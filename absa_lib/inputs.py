@@ -33,8 +33,8 @@ _OPEN_QUOTE = re.compile(r"""^"|(?<=[\s(\[{<])(?:"|'')""")
 @lru_cache(maxsize=1 << 16)
 def model_text(dataset: str, text: str) -> str:
     """The sentence as the model reads it (the NLI_M ``sentence1``, up to punctuation spacing)."""
-    if dataset == "semeval":
-        return text                                       # the raw XML text, as published
+    if dataset != "sentihood":
+        return text                                       # SemEval's raw XML text as published; yours
     s = _CLITICS.sub(lambda m: m.group(0) + " ", text.strip().lower())   # do n't, can not, gon na
     s = _MASK.sub(lambda m: "location - " + m.group(1), s)
     s = _OPEN_QUOTE.sub(" `` ", s).replace('"', " '' ")
@@ -59,12 +59,18 @@ class TextInput:
 
 def auxiliary_sentence(dataset: str, variant: str, target: str | None, aspect: str,
                        label: str | None = None) -> str | None:
-    """Sun et al.'s (2019) auxiliary sentence (``generate/generate_*_{NLI_M,QA_M,NLI_B_QA_B}.py``).
+    """Sun et al.'s (2019) auxiliary sentence (``generate/generate_*_{NLI_M,QA_M,NLI_B_QA_B}.py``);
+    for your own data the same sentences with your target and aspect names as written.
 
     ``label`` is the candidate label of a B variant (``None - location - 1 - price``).
     """
     if variant in SENTENCE_ONLY:
         return None
+    if dataset not in ("sentihood", "semeval"):          # your own data (absa_lib.own_data)
+        of, pair = target or "it", f"{target} - {aspect}" if target else aspect
+        return {"NLI-M": pair, "QA-M": f"what do you think of the {aspect} of {of} ?",
+                "NLI-B": f"{label} - {pair}",
+                "QA-B": f"the polarity of the aspect {aspect} of {of} is {label} ."}[variant]
     if dataset == "semeval":
         a = aspect.split("/")[0]                          # anecdotes/miscellaneous -> anecdotes
         return {"NLI-M": a, "QA-M": f"what do you think of the {a} of it ?", "NLI-B": f"{label} - {a}",

@@ -27,6 +27,14 @@ SemEval, with S_s / G_s the aspects predicted / gold != none in sentence s havin
     3-class acc on gold in {pos, neu, neg}: predicted conflict/none -> argmax over {pos, neu, neg}
     binary acc on gold in {pos, neg}: predicted neu/conflict/none -> pos if P(pos) >= P(neg) else neg
 
+Your own data (:mod:`absa_lib.own_data`; none label first, then the K declared sentiments), with
+groups of one (sentence, target) × every aspect: strict acc, macro P/R/F1 and aspect AUC as
+SentiHood's (the none label for None), and on gold != none, with None renormalised away
+(pred_s = argmax over the K sentiments):
+
+    sentiment acc      = accuracy of pred_s
+    sentiment macro-F1 = unweighted mean over the K sentiments of the F1 of pred_s
+
 Undefined values are ``nan``, never an exception (the reference raises ZeroDivisionError there,
 or, for a one-class AUC, raises with older scikit-learn and warns + returns nan with newer):
 - an AUC whose aspect position has only one class (or no example) in the evaluated subset: that
@@ -46,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from absa_lib.data import DATASETS, LABELS, SENTIMENTS, group_size
+from absa_lib.data import DATASETS, LABELS, OWN, SENTIMENTS, group_size, known, none_id
 from absa_lib.errors import AbsaError
 
 # Label ids, in the order of absa_lib.data.LABELS (the published files' order, as the reference's):
@@ -62,6 +70,18 @@ METRIC_KEYS = {
                 "sentiment_acc_binary", "sentiment_acc_3class", "sentiment_acc_4class"),
 }
 SELECTION_METRIC = {"sentihood": "aspect_strict_acc", "semeval": "aspect_f1"}
+OWN_METRIC_KEYS = ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1", "aspect_auc",
+                   "sentiment_acc", "sentiment_macro_f1")
+
+
+def metric_keys(dataset: str) -> tuple[str, ...]:
+    """The metrics :func:`compute_metrics` returns for ``dataset``."""
+    return OWN_METRIC_KEYS if dataset in OWN else METRIC_KEYS[dataset]
+
+
+def selection_metric(dataset: str) -> str:
+    """The dev metric that selects the epoch: strict accuracy (SentiHood, your own data) or F1 (SemEval)."""
+    return "aspect_strict_acc" if dataset in OWN else SELECTION_METRIC[dataset]
 F1_OF_MEANS = "aspect_f1_of_means"    # SemEval Table 2 convention, see aggregate_seeds
 
 NAN = float("nan")
@@ -69,8 +89,8 @@ NAN = float("nan")
 
 def _validated(dataset: str, gold, probs) -> tuple[np.ndarray, np.ndarray]:
     """Check shapes and values; return gold as int64 (N,) and probs as float64 (N, C)."""
-    if dataset not in DATASETS:
-        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
+    if not known(dataset):
+        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)} or one registered")
     size, n_classes = group_size(dataset), len(LABELS[dataset])
     gold, probs = np.asarray(gold), np.asarray(probs, dtype=np.float64)
     if gold.ndim != 1 or probs.ndim != 2 or len(gold) != len(probs):
@@ -115,27 +135,15 @@ def _macro_auc(y: np.ndarray, score: np.ndarray, position: np.ndarray, size: int
     return float(np.mean(aucs))
 
 
-def sentihood_metrics(gold, probs) -> dict[str, float]:
-    """Table 1 metrics for SentiHood.
-
-    Args:
-        gold: (N,) label ids (None=0, Positive=1, Negative=2), N a multiple of 4, canonical order.
-        probs: (N, 3) class probabilities in the same order.
-
-    Returns:
-        ``aspect_strict_acc, aspect_macro_p, aspect_macro_r, aspect_macro_f1, aspect_auc,
-        sentiment_acc, sentiment_auc`` as python floats in [0, 1] (or nan, see module docstring).
-    """
-    gold, probs = _validated("sentihood", gold, probs)
-    pred = probs.argmax(axis=1)                                   # (N,)
-    size = group_size("sentihood")
-    g, p = gold.reshape(-1, size), pred.reshape(-1, size)         # (groups, 4)
+def _group_detection(gold: np.ndarray, pred: np.ndarray, size: int, none: int) -> tuple[float, ...]:
+    """Strict accuracy and macro P, R, F1 of aspect detection over groups of ``size`` (module docstring)."""
+    g, p = gold.reshape(-1, size), pred.reshape(-1, size)         # (groups, size)
     strict_acc = int(np.all(g == p, axis=1).sum()) / len(g)
 
     # Macro P/R over groups with at least one gold aspect; summed in order, as the reference does.
     p_all = r_all = 0.0
     count = 0
-    for pred_set, gold_set in zip(p != SH_NONE, g != SH_NONE):
+    for pred_set, gold_set in zip(p != none, g != none):
         n_gold = int(gold_set.sum())
         if n_gold == 0:
             continue
@@ -149,6 +157,23 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
         macro_f1 = NAN
     else:
         macro_f1 = 2 * macro_p * macro_r / (macro_p + macro_r) if macro_p + macro_r else 0.0
+    return float(strict_acc), float(macro_p), float(macro_r), float(macro_f1)
+
+
+def sentihood_metrics(gold, probs) -> dict[str, float]:
+    """Table 1 metrics for SentiHood.
+
+    Args:
+        gold: (N,) label ids (None=0, Positive=1, Negative=2), N a multiple of 4, canonical order.
+        probs: (N, 3) class probabilities in the same order.
+
+    Returns:
+        ``aspect_strict_acc, aspect_macro_p, aspect_macro_r, aspect_macro_f1, aspect_auc,
+        sentiment_acc, sentiment_auc`` as python floats in [0, 1] (or nan, see module docstring).
+    """
+    gold, probs = _validated("sentihood", gold, probs)
+    size = group_size("sentihood")
+    strict_acc, macro_p, macro_r, macro_f1 = _group_detection(gold, probs.argmax(axis=1), size, SH_NONE)
 
     position = np.arange(len(gold)) % size                           # aspect position, LOC1/LOC2 pooled
     aspect_auc = _macro_auc((gold == SH_NONE).astype(int), probs[:, SH_NONE], position, size)
@@ -207,8 +232,40 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
             "sentiment_acc_4class": acc(m4, pred4)}
 
 
+def own_metrics(dataset: str, gold, probs) -> dict[str, float]:
+    """The metrics of your own data (module docstring): SentiHood's aspect metrics, and the sentiment
+    accuracy and macro-F1 over the declared sentiments.
+
+    Args:
+        dataset: a registered own dataset (:mod:`absa_lib.own_data`).
+        gold: (N,) label ids (none = 0, then the sentiments), N a multiple of the aspect count.
+        probs: (N, C) class probabilities in the same order.
+    """
+    gold, probs = _validated(dataset, gold, probs)
+    size, none = group_size(dataset), none_id(dataset)
+    strict_acc, macro_p, macro_r, macro_f1 = _group_detection(gold, probs.argmax(axis=1), size, none)
+    position = np.arange(len(gold)) % size                         # aspect position, targets pooled
+    aspect_auc = _macro_auc((gold == none).astype(int), probs[:, none], position, size)
+    sentiments = [k for k in range(probs.shape[1]) if k != none]
+    has = gold != none
+    pred_s = np.array(sentiments)[probs[has][:, sentiments].argmax(axis=1)]    # none renormalised away
+    gold_s = gold[has]
+    f1s = []
+    for k in sentiments:                                           # F1 = 2 TP / (#pred + #gold)
+        tp = int(((pred_s == k) & (gold_s == k)).sum())
+        n = int((pred_s == k).sum()) + int((gold_s == k).sum())
+        f1s.append(2 * tp / n if n else 0.0)
+    return {"aspect_strict_acc": strict_acc, "aspect_macro_p": macro_p, "aspect_macro_r": macro_r,
+            "aspect_macro_f1": macro_f1, "aspect_auc": aspect_auc,
+            "sentiment_acc": _ratio(int((pred_s == gold_s).sum()), int(has.sum())),
+            "sentiment_macro_f1": float(np.mean(f1s)) if has.any() else NAN}
+
+
 def compute_metrics(dataset: str, gold, probs) -> dict[str, float]:
-    """All metrics of ``dataset``'s table: :func:`sentihood_metrics` or :func:`semeval_metrics`."""
+    """All metrics of ``dataset``'s table: :func:`sentihood_metrics` or :func:`semeval_metrics`, or
+    :func:`own_metrics` for your own data."""
+    if dataset in OWN:
+        return own_metrics(dataset, gold, probs)
     if dataset == "sentihood":
         return sentihood_metrics(gold, probs)
     if dataset == "semeval":
@@ -231,12 +288,13 @@ def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
         ``{"n": number of runs, "mean": {metric: float}, "sd": {metric: float}}``. With a single
         run every sd is nan; a nan in any run makes that metric's mean and sd nan.
     """
-    if dataset not in METRIC_KEYS:
-        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(METRIC_KEYS)}")
+    if not known(dataset):
+        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(METRIC_KEYS)} or one "
+                        "registered")
     if not runs:
         raise AbsaError(f"aggregate_seeds: no runs given for {dataset}; pass at least one metrics dict")
     mean, sd = {}, {}
-    for key in METRIC_KEYS[dataset]:
+    for key in metric_keys(dataset):
         missing = [i for i, r in enumerate(runs) if key not in r]
         if missing:
             raise AbsaError(f"aggregate_seeds: run {missing[0]} has no {key!r} ({len(missing)} runs lack "

@@ -5,6 +5,7 @@ their order does not matter when reading, and extra columns are ignored)::
 
     sentihood: id,target,aspect,gold,p_none,p_positive,p_negative
     semeval:   id,aspect,gold,p_positive,p_neutral,p_negative,p_conflict,p_none
+    your own:  id,[target,]aspect,gold,p_none,p_<sentiment>...   (target if it declares targets)
 
 - ``id`` is the sentence id as in the raw file (SentiHood: an integer, unique within a split;
   SemEval test: e.g. ``32897564#894393#2``); ``target`` is ``LOCATION1`` / ``LOCATION2``;
@@ -31,13 +32,23 @@ from pathlib import Path
 
 import numpy as np
 
-from absa_lib.data import LABELS
+from absa_lib.data import LABELS, known, targets_of
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
 
-LABEL_COLUMNS = {dataset: tuple(f"p_{label.lower()}" for label in labels) for dataset, labels in LABELS.items()}
-KEY_COLUMNS = {"sentihood": ("id", "target", "aspect"), "semeval": ("id", "aspect")}
-COLUMNS = {d: (*KEY_COLUMNS[d], "gold", *LABEL_COLUMNS[d]) for d in LABEL_COLUMNS}
+
+def label_columns(dataset: str) -> tuple[str, ...]:
+    """``p_<label>`` for each label, in ``LABELS`` order."""
+    return tuple(f"p_{label.lower()}" for label in LABELS[dataset])
+
+
+def key_columns(dataset: str) -> tuple[str, ...]:
+    """(id, target, aspect), or (id, aspect) for a dataset without targets."""
+    return ("id", "aspect") if targets_of(dataset) == (None,) else ("id", "target", "aspect")
+
+
+def columns(dataset: str) -> tuple[str, ...]:
+    return (*key_columns(dataset), "gold", *label_columns(dataset))
 
 
 def _dataset_of(examples) -> str:
@@ -45,8 +56,9 @@ def _dataset_of(examples) -> str:
     if not examples:
         raise AbsaError("no examples given; load them with absa_lib.data.load_examples(dataset, split)")
     names = {e.dataset for e in examples}
-    if len(names) != 1 or next(iter(names)) not in COLUMNS:
-        raise AbsaError(f"examples must all come from one of {sorted(COLUMNS)}, got datasets {sorted(names)}")
+    if len(names) != 1 or not known(next(iter(names))):
+        raise AbsaError(f"examples must all come from one dataset, one of sentihood, semeval or one "
+                        f"registered (absa_lib.own_data), got datasets {sorted(names)}")
     return names.pop()
 
 
@@ -57,7 +69,7 @@ def _key(example) -> tuple[str, ...]:
 
 
 def _show(dataset: str, key: tuple[str, ...]) -> str:
-    return ", ".join(f"{c}={v}" for c, v in zip(KEY_COLUMNS[dataset], key))
+    return ", ".join(f"{c}={v}" for c, v in zip(key_columns(dataset), key))
 
 
 def write_predictions(path: str | Path, examples, probs) -> None:
@@ -70,7 +82,7 @@ def write_predictions(path: str | Path, examples, probs) -> None:
     """
     dataset = _dataset_of(examples)
     probs = np.asarray(probs, dtype=np.float64)
-    n_labels = len(LABEL_COLUMNS[dataset])
+    n_labels = len(label_columns(dataset))
     if probs.shape != (len(examples), n_labels):
         raise AbsaError(f"{path}: probs has shape {probs.shape}, expected ({len(examples)}, {n_labels}) "
                         f"for {len(examples)} {dataset} examples")
@@ -80,7 +92,7 @@ def write_predictions(path: str | Path, examples, probs) -> None:
                         f"({probs[row].tolist()})")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS[dataset])
+    writer.writerow(columns(dataset))
     for example, row in zip(examples, probs.tolist()):
         writer.writerow([*_key(example), example.label, *map(repr, row)])
     atomic_write_bytes(Path(path), buf.getvalue().encode("utf-8"))
@@ -133,12 +145,12 @@ def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[list[str]]
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if not header:
-        raise AbsaError(f"{path}: empty file; expected the header {','.join(COLUMNS[dataset])}")
+        raise AbsaError(f"{path}: empty file; expected the header {','.join(columns(dataset))}")
     header = [h.strip() for h in header]
-    missing = [c for c in (*KEY_COLUMNS[dataset], *LABEL_COLUMNS[dataset]) if c not in header]
+    missing = [c for c in (*key_columns(dataset), *label_columns(dataset)) if c not in header]
     if missing:
         raise AbsaError(f"{path}: missing column(s) {','.join(missing)}; a {dataset} prediction file has "
-                        f"the header {','.join(COLUMNS[dataset])}")
+                        f"the header {','.join(columns(dataset))}")
     if len(set(header)) != len(header):
         raise AbsaError(f"{path}: duplicate column names in the header {','.join(header)}")
     return header, reader
@@ -148,7 +160,7 @@ def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator
     """Each row's probabilities at its example's index (NaN where no row came); the line of each key
     seen, the rows whose key matches no example, and the rows whose gold label disagrees."""
     index = {_key(e): i for i, e in enumerate(examples)}
-    label_cols, key_cols = LABEL_COLUMNS[dataset], KEY_COLUMNS[dataset]
+    label_cols, key_cols = label_columns(dataset), key_columns(dataset)
     col = {name: j for j, name in enumerate(header)}
     gold_col = col.get("gold")
     probs = np.full((len(examples), len(label_cols)), np.nan)

@@ -179,6 +179,10 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     for cfg in sorted(Path(runs_dir).glob("**/config.json")):
         if cfg.parent.name in ("best", "last") or not marked_complete(cfg.parent / "metrics.json"):
             continue
+        record = read_json(cfg)
+        if (isinstance(record, dict) and "dataset_scheme" in record and "dataset" in filters
+                and record.get("dataset") != filters["dataset"]):
+            continue                 # another dataset of your own (its scheme may clash with one in use)
         run = load_run(cfg.parent)
         if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
             runs.append(run)

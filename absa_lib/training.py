@@ -28,14 +28,14 @@ from safetensors.torch import load_file
 
 from absa_lib import data as D
 from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_checksums
-from absa_lib.config import TrainConfig, check_max_length, resolved, run_identity, run_path
+from absa_lib.config import TrainConfig, check_max_length, data_checksums, resolved, run_identity, run_path
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
 from absa_lib.fileio import atomic_write_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
-from absa_lib.metrics import SELECTION_METRIC, compute_metrics
+from absa_lib.metrics import compute_metrics, selection_metric
 from absa_lib.models import build_model, joint, load_tokenizer
 from absa_lib.models.per_context import PerContextModel, build_per_context
 from absa_lib.optim import build_optimizer, lr_factor
@@ -69,7 +69,8 @@ def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> 
     process (a notebook or grid that trains many runs on the same split reuses them)."""
     subset = config.max_train_examples if split == "train" else config.max_eval_examples
     key = (config.dataset, split, config.aux, subset, config.max_length, tokenizer.name_or_path,
-           len(tokenizer), str(data_dir))           # data files are verified against pinned checksums
+           len(tokenizer), str(data_dir),
+           tuple(sorted(data_checksums(config.dataset).items())))     # your own data's files can change
     if key not in _ENCODED:
         examples = D.load_examples(config.dataset, split, data_dir=data_dir)
         if split == "train":
@@ -199,7 +200,7 @@ def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Sessio
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     step_model = compiled(model, config.compile, parts=config.sampler == "per-context")   # bert-single: per model
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
-                    SELECTION_METRIC[config.dataset], steps_per_epoch * config.epochs,
+                    selection_metric(config.dataset), steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}})
 
 

@@ -1,4 +1,5 @@
-"""``absa data download|verify|stats``: fetch, check and summarise the benchmark files."""
+"""``absa data download|verify|stats``: fetch, check and summarise the benchmark files;
+``absa data check FOLDER``: check and summarise a folder of your own data."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=_stats)
     for q in (d, v, s):
         q.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+    c = actions.add_parser("check", help="check a folder of your own data and summarise it "
+                                         "(docs/own_data.md)")
+    c.add_argument("folder", help="holds dataset.json, train.csv, dev.csv and test.csv")
+    c.add_argument("--json", action="store_true", help="print the full statistics as JSON")
+    c.set_defaults(func=_check)
 
 
 def _print_report(report: dict[str, str], data_dir) -> None:
@@ -47,13 +53,28 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stats(args: argparse.Namespace) -> int:
-    from absa_lib.data import LABELS, stats
+def _check(args: argparse.Namespace) -> int:
+    from absa_lib.data import SPLITS, split_stats
+    from absa_lib.own_data import register_dataset
 
-    result = stats(args.data_dir)
-    if args.json:
+    name = register_dataset(args.folder)
+    _print_stats({name: {split: split_stats(name, split) for split in SPLITS}}, args.json)
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from absa_lib.data import stats
+
+    _print_stats(stats(args.data_dir), args.json)
+    return 0
+
+
+def _print_stats(result: dict, as_json: bool) -> None:
+    from absa_lib.data import LABELS
+
+    if as_json:
         print(json.dumps(result, indent=2))
-        return 0
+        return
     for dataset, splits in result.items():
         labels = LABELS[dataset]
         print(f"{dataset}:")
@@ -62,4 +83,3 @@ def _stats(args: argparse.Namespace) -> int:
         for split, s in splits.items():
             counts = " ".join(f"{s['labels'][x]:>8}" for x in labels)
             print(f"  {split:<6} {s['sentences']:>9} {s['groups']:>7} {s['examples']:>8}  {counts}")
-    return 0

@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a prediction CSV with the paper's metrics",
                        description="Score a prediction CSV (absa_lib.predictions format) against a "
                        "dataset split with the metrics of the paper's Tables 1 and 2, printed as JSON.")
-    p.add_argument("--dataset", required=True, choices=("sentihood", "semeval"))
+    p.add_argument("--dataset", required=True,
+                   help="sentihood | semeval | a folder of your own data (docs/own_data.md)")
     p.add_argument("--split", required=True, choices=("train", "dev", "test"))
     p.add_argument("--predictions", required=True, metavar="FILE", help="the prediction CSV")
     p.add_argument("--data-dir", default=None, metavar="DIR",
@@ -26,9 +27,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from absa_lib.data import known
+    from absa_lib.errors import AbsaError
+    from absa_lib.own_data import dataset_name
     from absa_lib.predictions import evaluate_file
 
-    metrics = evaluate_file(args.dataset, args.split, args.predictions, args.data_dir)
+    dataset = dataset_name(args.dataset, args.data_dir)
+    if not known(dataset):
+        raise AbsaError(f"--dataset {args.dataset!r}: expected sentihood, semeval or a folder of your own "
+                        "data")
+    metrics = evaluate_file(dataset, args.split, args.predictions, args.data_dir)
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     print(json.dumps(clean, indent=2, sort_keys=True, allow_nan=False))
     return 0

@@ -22,8 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "line,[target,][location,]aspect,label,p_<label>...,truncated,text")
     p.add_argument("--out", metavar="CSV",
                    help="with --file: write the CSV here (atomically), not to standard output")
-    p.add_argument("--targets", nargs="+", default=None, metavar="LOCATIONn",
-                   help="SentiHood only: the targets to predict (default: every mask in the text)")
+    p.add_argument("--targets", nargs="+", default=None, metavar="TARGET",
+                   help="the targets to predict: SentiHood's LOCATION1/LOCATION2 masks, or your own data's "
+                        "declared targets (default: every one the text names)")
     p.add_argument("--locations", nargs="+", default=None, metavar="NAME",
                    help="SentiHood only: place names to mask, numbered per sentence in the order given "
                         "(LOCATION1, LOCATION2), whole words, any case, before predicting")

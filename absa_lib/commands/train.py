@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a model; prints the run folder and its dev/test metrics",
                        description="Train a model. A run with the same configuration is returned from "
                        "the cache instantly (unless --force); an interrupted run resumes.")
-    p.add_argument("--dataset", required=True, help="sentihood | semeval")
+    p.add_argument("--dataset", required=True, help="sentihood | semeval | a folder of your own data "
+                   "(dataset.json, train.csv, dev.csv, test.csv: docs/own_data.md)")
     p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert | atae-lstm | "
                    "ae-lstm | at-lstm | man-bert | oa-bert")
     p.add_argument("--preset", default=_DEFAULTS.preset, help="paper (default) | official")
@@ -79,9 +80,11 @@ def _overrides(items: list[str]) -> dict:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The TrainConfig an ``absa train`` command line describes."""
+    """The TrainConfig an ``absa train`` command line describes (a dataset folder is registered)."""
+    from absa_lib.own_data import dataset_name
+
     return TrainConfig(
-        dataset=args.dataset, model=args.model, preset=args.preset,
+        dataset=dataset_name(args.dataset, args.data_dir), model=args.model, preset=args.preset,
         aux=args.aux or ("single" if args.model == "bert-single" else _DEFAULTS.aux), backbone=args.backbone,
         seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         max_length=args.max_length, sampler=args.sampler, max_train_examples=args.max_train_examples,

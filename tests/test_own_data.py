@@ -1,0 +1,290 @@
+"""Your own data (absa_lib.own_data): the folder format, its checks, training, the run record and
+prediction, on the tiny backbone and the hand-written phone reviews in tests/fixtures/own_data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from absa_lib import config as run_config
+from absa_lib import data as D
+from absa_lib import inputs, metrics, own_data, training
+from absa_lib.apply import predict_text, predict_texts
+from absa_lib.cli import main
+from absa_lib.errors import AbsaError
+from absa_lib.predictions import read_predictions
+from absa_lib.runs import find_runs, load_run
+
+
+@pytest.fixture(autouse=True)
+def clean_registry():
+    """Each test starts with no dataset of its own registered, and leaves none behind."""
+    tables = (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)
+    saved = [dict(t) for t in tables]
+    D.OWN.clear()
+    yield
+    for table, before in zip(tables, saved):
+        table.clear()
+        table.update(before)
+
+
+@pytest.fixture
+def phones(fixtures_dir, tmp_path):
+    """A writable copy of the phone-review dataset (targets phone and case)."""
+    return shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones")
+
+
+def without_targets(folder):
+    """The same dataset as aspect-category sentiment: no targets, no target column."""
+    scheme = json.loads((folder / "dataset.json").read_text())
+    del scheme["targets"]
+    (folder / "dataset.json").write_text(json.dumps(scheme))
+    for split in D.SPLITS:
+        path = folder / f"{split}.csv"
+        rows = [line.split(",") for line in path.read_text().splitlines()]
+        kept = []
+        for line in path.read_text().splitlines():
+            head, _, rest = line.rpartition(",")           # sentiment
+            head, _, aspect = head.rpartition(",")
+            head, _, _target = head.rpartition(",")
+            kept.append(f"{head},{aspect},{rest}")
+        assert len(kept) == len(rows)
+        path.write_text("\n".join(kept) + "\n")
+    return folder
+
+
+def small(name, **kw) -> run_config.TrainConfig:
+    base = {"dataset": name, "model": "qacg-bert", "backbone": "tiny", "seed": 3, "epochs": 1,
+            "batch_size": 8, "max_length": 48, "eval_batch_size": 16}
+    return run_config.TrainConfig(**{**base, **kw})
+
+
+def test_a_folder_becomes_examples_in_groups_of_every_aspect(phones):
+    name = own_data.register_dataset(phones)
+    assert name == "phones" and D.known(name)
+    assert D.LABELS[name] == ("none", "positive", "negative") and D.num_contexts(name) == 6
+    train = D.load_examples(name, "train")
+    assert len(train) == 13 * 3 and D.group_size(name) == 3
+    # t3 names the case (price: positive) and the phone (no opinion): two groups, case after phone
+    t3 = [(e.target, e.aspect, e.label, e.context_id) for e in train if e.sentence_id == "t3"]
+    assert t3 == [("phone", "battery", "none", 0), ("phone", "screen", "none", 1),
+                  ("phone", "price", "none", 2), ("case", "battery", "none", 3),
+                  ("case", "screen", "none", 4), ("case", "price", "positive", 5)]
+    t2 = {e.aspect: e.label for e in train if e.sentence_id == "t2"}
+    assert t2 == {"battery": "negative", "screen": "positive", "price": "none"}
+    assert train[0].text == "The phone lasts two days on one charge."
+    assert train[0].key == ("t1", "phone", "battery")
+    assert len(D.load_examples(name, "test")) == 5 * 3
+
+
+def test_the_auxiliary_sentences_use_your_names(phones):
+    name = own_data.register_dataset(phones)
+    aux = {v: inputs.auxiliary_sentence(name, v, "case", "price", "negative") for v in inputs.INPUT_VARIANTS}
+    assert aux == {"none": None, "single": None, "NLI-M": "case - price",
+                   "QA-M": "what do you think of the price of case ?", "NLI-B": "negative - case - price",
+                   "QA-B": "the polarity of the aspect price of case is negative ."}
+    assert inputs.model_text(name, "The Case is GREAT") == "The Case is GREAT"
+
+
+@pytest.mark.parametrize("scheme, message", [
+    ([1], "expected a JSON object"),
+    ({"name": "Phones!", "aspects": ["a"], "sentiments": ["p"]}, "field 'name' is 'Phones!'"),
+    ({"name": "sentihood", "aspects": ["a"], "sentiments": ["p"]}, "is a benchmark's"),
+    ({"name": "x", "aspects": [], "sentiments": ["p"]}, "field 'aspects' is []"),
+    ({"name": "x", "aspects": ["a", "a"], "sentiments": ["p"]}, "names 'a' twice"),
+    ({"name": "x", "aspects": ["a"], "sentiments": ["Good", "good"]}, "names 'Good' twice (ignoring case)"),
+    ({"name": "x", "aspects": ["a"], "sentiments": ["p", "None"]}, "must not contain 'none'"),
+    ({"name": "x", "aspects": [" a"], "sentiments": ["p"]}, "without surrounding spaces"),
+    ({"name": "x", "aspects": ["a"], "sentiments": ["p"], "labels": []}, "unknown field 'labels'"),
+])
+def test_a_bad_dataset_json_is_one_line_naming_the_field(phones, scheme, message):
+    (phones / "dataset.json").write_text(json.dumps(scheme))
+    with pytest.raises(AbsaError, match="dataset.json") as err:
+        own_data.register_dataset(phones)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("row, message", [
+    ("t1,The phone lasts two days on one charge.,phone,battery,great", "sentiment 'great' is not declared"),
+    ("t1,The phone lasts two days on one charge.,phone,camera,positive", "aspect 'camera' is not declared"),
+    ("t1,The phone lasts two days on one charge.,charger,battery,positive",
+     "target 'charger' is not declared"),
+    ("t1,The phone lasts two days on one charge.,,battery,positive", "empty target"),
+    ("t1,Another text.,phone,price,positive", "id t1 has another text than on line 2"),
+    ("t1,The phone lasts two days on one charge.,phone,battery,negative", "but line 2 says 'positive'"),
+    ("t1,The phone lasts two days on one charge.,phone,battery,", "aspect without sentiment"),
+    (",The phone.,phone,,", "empty id"),
+    ("t1,x,phone", "has 3 fields, expected 5"),
+])
+def test_a_bad_row_is_one_line_naming_the_file_and_line(phones, row, message):
+    path = phones / "train.csv"
+    path.write_text(path.read_text() + row + "\n")
+    with pytest.raises(AbsaError) as err:
+        own_data.register_dataset(phones)
+    text = str(err.value)
+    assert text.startswith(f"{path}: line 18") and message in text and "\n" not in text
+
+
+def test_missing_files_and_wrong_columns_are_refused(phones):
+    (phones / "dev.csv").write_text("id,text,aspect,sentiment\nd1,x,battery,positive\n")
+    with pytest.raises(AbsaError, match=r"dev.csv: header id,text,aspect,sentiment; expected the columns "
+                                        r"id,text,target,aspect,sentiment"):
+        own_data.register_dataset(phones)
+    (phones / "dev.csv").unlink()
+    with pytest.raises(AbsaError, match=r"dev.csv: missing"):
+        own_data.register_dataset(phones)
+    with pytest.raises(AbsaError, match="no such folder"):
+        own_data.register_dataset(phones / "nowhere")
+    (phones / "dataset.json").unlink()
+    with pytest.raises(AbsaError, match=r"dataset.json: missing"):
+        own_data.register_dataset(phones)
+
+
+def test_one_name_one_scheme_per_process(phones, tmp_path):
+    own_data.register_dataset(phones)
+    other = shutil.copytree(phones, tmp_path / "other")
+    scheme = json.loads((other / "dataset.json").read_text())
+    scheme["aspects"].append("camera")
+    (other / "dataset.json").write_text(json.dumps(scheme))
+    with pytest.raises(AbsaError, match="'phones' is already registered with another scheme"):
+        own_data.register_dataset(other)
+
+
+@pytest.fixture
+def trained(phones, tmp_path):
+    name = own_data.register_dataset(phones)
+    return training.train(small(name, epochs=2), runs_dir=tmp_path / "runs", progress=False)
+
+
+def test_training_records_the_scheme_and_the_files(trained, phones):
+    cfg = trained.config
+    assert trained.path.parts[-3:-1] == ("phones", "qacg-bert")
+    assert cfg["dataset_scheme"] == {"name": "phones", "aspects": ["battery", "screen", "price"],
+                                     "sentiments": ["positive", "negative"], "targets": ["phone", "case"]}
+    assert set(cfg["data_sha256"]) == {"dataset.json", "train.csv", "dev.csv", "test.csv"}
+    assert cfg["n_train_examples"] == 39 and cfg["n_dev_examples"] == 12 and cfg["n_test_examples"] == 15
+    assert trained.metrics["selection_metric"] == "aspect_strict_acc"
+    assert set(trained.selected()["test"]) == set(metrics.OWN_METRIC_KEYS)
+    probs = read_predictions(trained.path / "predictions_test.csv", D.load_examples("phones", "test"))
+    gold = [e.label_id for e in D.load_examples("phones", "test")]
+    recomputed = metrics.compute_metrics("phones", gold, probs)
+    assert recomputed == pytest.approx(trained.selected()["test"], nan_ok=True)
+    header = (trained.path / "predictions_test.csv").read_text().splitlines()[0]
+    assert header == "id,target,aspect,gold,p_none,p_positive,p_negative"
+
+
+def test_edited_data_is_a_new_run_and_never_read_stale(trained, phones):
+    path = phones / "train.csv"
+    path.write_text(path.read_text() + "t11,The case is ugly.,case,,\n")
+    with pytest.raises(AbsaError, match="train.csv changed after dataset 'phones' was registered"):
+        D.load_examples("phones", "train")
+    own_data.register_dataset(phones)
+    assert run_config.run_path(small("phones", epochs=2), trained.path.parents[2]) != trained.path
+    again = training.train(small("phones", epochs=2), runs_dir=trained.path.parents[2], progress=False)
+    assert not again.cached and again.config["n_train_examples"] == 42
+
+
+def test_a_run_predicts_without_its_data_folder(trained, phones):
+    shutil.rmtree(phones)
+    D.OWN.clear()                           # a new process: only the run record knows the scheme
+    run = load_run(trained.path)
+    out = predict_text(run, "The case is cheap but the phone screen cracked.")
+    assert [(p["target"], p["aspect"]) for p in out["predictions"]] == [
+        (t, a) for t in ("phone", "case") for a in ("battery", "screen", "price")]
+    assert all(set(p["probabilities"]) == {"none", "positive", "negative"} for p in out["predictions"])
+    chosen = predict_text(run, "It is cheap.", targets=["case"])["predictions"]
+    assert [p["target"] for p in chosen] == ["case"] * 3
+    with pytest.raises(AbsaError, match="none of the targets phone, case occurs in the text"):
+        predict_text(run, "The battery is great.")
+    with pytest.raises(AbsaError, match=r"--targets 'LOCATION1': expected one of phone, case"):
+        predict_text(run, "The phone is great.", targets=["LOCATION1"])
+    with pytest.raises(AbsaError, match="known from a run record only; register its folder to train"):
+        training.train(small("phones"), runs_dir=trained.path.parents[2], progress=False)
+
+
+def test_a_b_variant_run_predicts_many_texts(phones, tmp_path):
+    """NLI-B reads one input per candidate label; predict_texts maps them back to their texts."""
+    name = own_data.register_dataset(phones)
+    run = training.train(small(name, model="bert-pair", aux="NLI-B"), runs_dir=tmp_path / "runs",
+                         progress=False)
+    out = predict_texts(run, ["The phone is great.", "The case and the phone are cheap."])
+    assert [len(r["predictions"]) for r in out] == [3, 6] and not any(r["truncated"] for r in out)
+    for r in out:
+        for p in r["predictions"]:
+            assert sum(p["probabilities"].values()) == pytest.approx(1.0)
+    assert out[0]["predictions"] == predict_text(run, "The phone is great.")["predictions"]
+
+
+def test_runs_of_your_own_data_do_not_disturb_collecting_the_benchmarks(trained):
+    D.OWN.clear()
+    own_data.register_scheme(own_data.Scheme("phones", ("camera",), ("good", "bad")))   # another "phones"
+    runs_dir = trained.path.parents[2]
+    assert find_runs(runs_dir, dataset="sentihood") == []
+    with pytest.raises(AbsaError, match="'phones' is already registered with another scheme"):
+        find_runs(runs_dir, dataset="phones")
+
+
+def test_an_edited_scheme_in_the_record_is_refused(trained):
+    record = json.loads((trained.path / "config.json").read_text())
+    record["dataset_scheme"]["sentiments"] = ["negative", "positive"]          # would swap the labels
+    (trained.path / "config.json").write_text(json.dumps(record))
+    D.OWN.clear()
+    with pytest.raises(AbsaError, match="is not the hash of the recorded configuration"):
+        load_run(trained.path)
+
+
+def test_the_cli_checks_trains_and_predicts_a_folder_without_targets(phones, tmp_path, capsys):
+    folder = without_targets(phones)
+    assert main(["data", "check", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "phones:" in out and "train" in out and " 30 " in out          # 10 sentences × 3 aspects
+    runs_dir = tmp_path / "runs"
+    args = ["train", "--dataset", str(folder), "--model", "cg-bert", "--backbone", "tiny", "--epochs", "1",
+            "--max-length", "48", "--out", str(runs_dir), "--quiet"]
+    assert main(args) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    header = (tmp_path / "runs" / "phones" / "cg-bert").glob("*/predictions_dev.csv")
+    assert next(header).read_text().splitlines()[0] == "id,aspect,gold,p_none,p_positive,p_negative"
+    (tmp_path / "reviews.txt").write_text("The screen is dim.\n\nGreat price.\n")
+    assert main(["predict", "--run", run, "--file", str(tmp_path / "reviews.txt")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "line,aspect,label,p_none,p_positive,p_negative,truncated,text"
+    assert [row.split(",")[:2] for row in lines[1:]] == [[n, a] for n in ("1", "3")
+                                                         for a in ("battery", "screen", "price")]
+    assert main(["predict", "--run", run, "The screen is dim.", "--targets", "phone"]) == 2
+    assert "declares no targets" in capsys.readouterr().err
+    assert main(["evaluate", "--dataset", str(folder), "--split", "dev", "--predictions",
+                 f"{run}/predictions_dev.csv"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == set(metrics.OWN_METRIC_KEYS)
+
+
+def test_own_metrics_by_hand():
+    own_data.register_scheme(own_data.Scheme("toy", ("a", "b"), ("pos", "neg", "neu")))
+    # labels: none=0, pos=1, neg=2, neu=3; two groups of two aspects
+    gold = np.array([1, 0, 2, 3])
+    probs = np.array([[.1, .6, .2, .1],      # pos: right
+                      [.7, .1, .1, .1],      # none: right
+                      [.5, .1, .3, .1],      # predicted none; among sentiments neg: right
+                      [.1, .5, .1, .3]])     # pos, gold neu: wrong
+    m = metrics.own_metrics("toy", gold, probs)
+    assert m["aspect_strict_acc"] == 0.5                          # group 1 right, group 2 not
+    assert m["aspect_macro_p"] == pytest.approx((1 + 1) / 2)
+    assert m["aspect_macro_r"] == pytest.approx((1 + .5) / 2)
+    assert m["sentiment_acc"] == pytest.approx(2 / 3)
+    # F1 pos: tp 1, pred 2, gold 1 -> 2/3; neg: 1, 1, 1 -> 1; neu: 0, 0, 1 -> 0
+    assert m["sentiment_macro_f1"] == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert np.isnan(m["aspect_auc"])                              # aspect a: never none, so no AUC
+
+
+def test_own_metrics_agree_with_sentihood_on_its_scheme():
+    """On SentiHood's labels (none, Positive, Negative) and 4 aspects, the shared metrics are SentiHood's."""
+    own_data.register_scheme(own_data.Scheme("sh-like", D.ASPECTS["sentihood"], ("Positive", "Negative")))
+    rng = np.random.default_rng(0)
+    gold, probs = rng.integers(0, 3, 400), rng.dirichlet(np.ones(3), 400)
+    ours, theirs = metrics.own_metrics("sh-like", gold, probs), metrics.sentihood_metrics(gold, probs)
+    for key in ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1", "aspect_auc",
+                "sentiment_acc"):
+        assert ours[key] == theirs[key], key
