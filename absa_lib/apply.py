@@ -1,7 +1,8 @@
 """Apply a trained run to new text (``absa predict``): :func:`predict_text` (one sentence) and
 :func:`predict_texts` (many, batched; :func:`read_sentences` reads them from a file) give one
-prediction per target × aspect (SentiHood) or per aspect category (SemEval), with the probabilities
-of every label; :func:`predictions_csv` writes them as CSV.
+prediction per target × aspect (SentiHood; your own data with targets) or per aspect category
+(SemEval; yours without targets), with the probabilities of every label; :func:`predictions_csv`
+writes them as CSV.
 
 SentiHood models were trained on text whose location names are masked as ``LOCATION1`` /
 ``LOCATION2``; new text must use the same masks (``locations=["Camden", "Brixton"]`` masks those
@@ -143,7 +144,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     Args:
         run: a :class:`Run` or its folder.
         texts: review sentences.
-        targets: SentiHood only: restrict to these masks (default: every mask in each text).
+        targets: restrict to these targets: SentiHood's masks, or your own data's declared targets
+            (default: every one each text names).
         truncate: cut text longer than the model's limit instead of refusing it (the output says so).
         model, tokenizer: pass them to reuse a loaded model across calls.
         names: how an error names each text (default ``text 1``, ``text 2``, ...; ``""``: no name).

@@ -156,8 +156,7 @@ def data_checksums(dataset: str) -> dict[str, str]:
 
 # What a run's config.json records besides the TrainConfig fields (see train()).
 RECORD_EXTRAS = ("run_id", "data_sha256", "dataset_scheme", "backbone_fingerprint", "absa_lib_version",
-                 "vectors_sha256",
-                 "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
+                 "vectors_sha256", "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
 
 
 def recorded_identity(record: dict) -> dict:

@@ -87,7 +87,8 @@ def targets_of(dataset: str) -> tuple:
 
 
 def num_contexts(dataset: str) -> int:
-    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects) or 5 (SemEval)."""
+    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects), 5 (SemEval), or your own data's
+    targets × aspects (aspects alone without targets)."""
     return group_size(dataset) * len(targets_of(dataset))
 
 

@@ -164,6 +164,36 @@ def register_dataset(folder) -> str:
     return scheme.name
 
 
+def export_benchmark(dataset: str, folder, data_dir=None) -> Path:
+    """Write a benchmark's train/dev/test examples in this format (SemEval's dev split as ours), as a
+    worked example of the format and a check of the path: the folder's examples are the benchmark's.
+    The name is ``<dataset>-own``; SentiHood declares its masks LOCATION1 and LOCATION2 as targets."""
+    from absa_lib.fileio import atomic_write_bytes
+
+    if dataset not in D.DATASETS:
+        raise AbsaError(f"dataset {dataset!r}: expected one of {', '.join(D.DATASETS)}")
+    targets = D.targets_of(dataset) if dataset == "sentihood" else ()
+    scheme = Scheme(f"{dataset}-own", D.ASPECTS[dataset], D.SENTIMENTS[dataset], targets)
+    folder = Path(folder)
+    atomic_write_bytes(folder / SCHEME_FILE, (json.dumps(scheme.to_dict()) + "\n").encode())
+    for split, file in SPLIT_FILES.items():
+        groups: dict[str, dict] = {}                     # sentence id -> target -> opinions
+        for e in D.load_examples(dataset, split, data_dir):
+            opinions = groups.setdefault(e.sentence_id, {}).setdefault(e.target, [])
+            if e.label != D.NONE_LABEL[dataset]:
+                opinions.append((e.aspect, e.label))
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["id", "text", *(["target"] if targets else []), "aspect", "sentiment"])
+        texts = {e.sentence_id: e.text for e in D.load_examples(dataset, split, data_dir)}
+        for sid, by_target in groups.items():
+            for target in sorted(by_target, key=D.targets_of(dataset).index):
+                cells = [sid.strip(), texts[sid], *([target] if targets else [])]
+                writer.writerows([cells + list(op) for op in by_target[target]] or [cells + ["", ""]])
+        atomic_write_bytes(folder / file, buf.getvalue().encode("utf-8"))
+    return folder
+
+
 def dataset_name(value: str, data_dir=None) -> str:
     """What ``--dataset`` names: a benchmark as given, or a folder of your own data, registered (its
     name comes from its dataset.json). A bare word that is not a folder is left for the config to refuse."""

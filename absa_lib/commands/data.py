@@ -1,5 +1,6 @@
 """``absa data download|verify|stats``: fetch, check and summarise the benchmark files;
-``absa data check FOLDER``: check and summarise a folder of your own data."""
+``absa data check FOLDER``: check and summarise a folder of your own data; ``absa data export``: a
+benchmark in that format."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("folder", help="holds dataset.json, train.csv, dev.csv and test.csv")
     c.add_argument("--json", action="store_true", help="print the full statistics as JSON")
     c.set_defaults(func=_check)
+    e = actions.add_parser("export", help="write SentiHood or SemEval in the own-data format "
+                                          "(docs/own_data.md)")
+    e.add_argument("dataset", choices=("sentihood", "semeval"))
+    e.add_argument("folder", help="where dataset.json and the three CSV files go")
+    e.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+    e.set_defaults(func=_export)
 
 
 def _print_report(report: dict[str, str], data_dir) -> None:
@@ -56,9 +63,26 @@ def _verify(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from absa_lib.data import SPLITS, split_stats
     from absa_lib.own_data import register_dataset
+    from absa_lib.tables import trivial_baselines
 
     name = register_dataset(args.folder)
-    _print_stats({name: {split: split_stats(name, split) for split in SPLITS}}, args.json)
+    result = {name: {split: split_stats(name, split) for split in SPLITS}}
+    floor = trivial_baselines(name)                  # what a trained model must beat, on test
+    if args.json:
+        print(json.dumps({**result, "trivial_test": floor}, indent=2))
+        return 0
+    _print_stats(result, as_json=False)
+    print("  trivial predictors on test (the floor a model must beat):")
+    for row, metrics in floor.items():
+        values = ", ".join(f"{k} {100 * v:.1f}" for k, v in metrics.items())
+        print(f"    {row.removesuffix(' (trivial)')}: {values}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from absa_lib.own_data import export_benchmark
+
+    print(export_benchmark(args.dataset, args.folder, args.data_dir))
     return 0
 
 
