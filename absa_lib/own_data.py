@@ -178,14 +178,15 @@ def export_benchmark(dataset: str, folder, data_dir=None) -> Path:
     atomic_write_bytes(folder / SCHEME_FILE, (json.dumps(scheme.to_dict()) + "\n").encode())
     for split, file in SPLIT_FILES.items():
         groups: dict[str, dict] = {}                     # sentence id -> target -> opinions
+        texts: dict[str, str] = {}
         for e in D.load_examples(dataset, split, data_dir):
+            texts[e.sentence_id] = e.text
             opinions = groups.setdefault(e.sentence_id, {}).setdefault(e.target, [])
             if e.label != D.NONE_LABEL[dataset]:
                 opinions.append((e.aspect, e.label))
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["id", "text", *(["target"] if targets else []), "aspect", "sentiment"])
-        texts = {e.sentence_id: e.text for e in D.load_examples(dataset, split, data_dir)}
         for sid, by_target in groups.items():
             for target in sorted(by_target, key=D.targets_of(dataset).index):
                 cells = [sid.strip(), texts[sid], *([target] if targets else [])]
