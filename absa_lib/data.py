@@ -124,7 +124,7 @@ class Example:
     @property
     def key(self) -> tuple:
         """(sentence id, target, aspect), or (sentence id, aspect) for a dataset without targets."""
-        if targets_of(self.dataset) != (None,):
+        if self.target is not None:
             return (self.sentence_id, self.target, self.aspect)
         return (self.sentence_id, self.aspect)
 

@@ -28,7 +28,7 @@ import csv
 import io
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from absa_lib import data as D
@@ -76,17 +76,17 @@ def scheme_from_dict(obj, source: str) -> Scheme:
     if name in D.DATASETS:
         raise AbsaError(f"{source}: name {name!r} is a benchmark's; give your dataset another name")
     lists = {}
-    for field, least in (("aspects", 1), ("sentiments", 1), ("targets", 0)):
-        values = obj.get(field, [])
+    for key, least in (("aspects", 1), ("sentiments", 1), ("targets", 0)):
+        values = obj.get(key, [])
         if (not isinstance(values, list) or len(values) < least
                 or not all(isinstance(v, str) and v.strip() == v and v for v in values)):
-            raise AbsaError(f"{source}: field {field!r} is {values!r}; expected a list of "
+            raise AbsaError(f"{source}: field {key!r} is {values!r}; expected a list of "
                             f"{'at least one ' if least else ''}non-empty names without surrounding spaces")
         folded = [v.lower() for v in values]           # sentiments become p_<name> columns
         if len(set(folded)) != len(folded):
             twice = next(v for v in values if folded.count(v.lower()) > 1)
-            raise AbsaError(f"{source}: field {field!r} names {twice!r} twice (ignoring case)")
-        lists[field] = tuple(values)
+            raise AbsaError(f"{source}: field {key!r} names {twice!r} twice (ignoring case)")
+        lists[key] = tuple(values)
     if NONE_LABEL in (s.lower() for s in lists["sentiments"]):
         raise AbsaError(f"{source}: field 'sentiments' must not contain {NONE_LABEL!r}: it is the label of "
                         "an aspect the sentence says nothing about, added for you")
@@ -95,18 +95,20 @@ def scheme_from_dict(obj, source: str) -> Scheme:
 
 @dataclass(frozen=True)
 class OwnDataset:
-    """A registered dataset: its scheme, and its folder with the files' SHA-256 when it was registered
-    (``folder`` is None when the scheme came from a run record: such a dataset can predict, not train)."""
+    """A registered dataset: its scheme, and its folder with the files' SHA-256 and examples as read
+    when it was registered (``folder`` is None when the scheme came from a run record: such a dataset
+    can predict, not train)."""
 
     scheme: Scheme
     folder: Path | None = None
     sha256: tuple[tuple[str, str], ...] = ()
+    split_examples: dict = field(default_factory=dict, compare=False)     # split -> list[Example]
 
     def checksums(self) -> dict[str, str]:
         return dict(self.sha256)
 
     def examples(self, split: str) -> list[D.Example]:
-        """The split's examples, after checking that the file is the one registered."""
+        """The split's examples as registered, after checking that the file is still the one read."""
         name = self.scheme.name
         if self.folder is None:
             raise AbsaError(f"dataset {name!r} was registered from a run record, which has no data; register "
@@ -116,7 +118,7 @@ class OwnDataset:
         if digest != self.checksums()[SPLIT_FILES[split]]:
             raise AbsaError(f"{path} changed after dataset {name!r} was registered from {self.folder}; "
                             "register the folder again (a new run is then trained for the new data)")
-        return read_split(path, self.scheme, split)
+        return list(self.split_examples[split])
 
 
 def register_scheme(scheme: Scheme, dataset: OwnDataset | None = None) -> None:
@@ -152,15 +154,15 @@ def register_dataset(folder) -> str:
         raise AbsaError(f"{scheme_path}: not a readable JSON file ({err})") from None
     scheme = scheme_from_dict(obj, str(scheme_path))
     register_scheme(scheme)                              # its context ids; a clash of names is refused here
-    sha = {SCHEME_FILE: file_sha256(scheme_path)}
+    sha, examples = {SCHEME_FILE: file_sha256(scheme_path)}, {}
     for split, file in SPLIT_FILES.items():
         path = folder / file
         if not path.is_file():
             raise AbsaError(f"{path}: missing; a dataset folder holds {', '.join(SPLIT_FILES.values())} "
                             "(dev selects the epoch, test is reported beside it)")
         sha[file] = file_sha256(path)
-        read_split(path, scheme, split)                  # every row checked now
-    register_scheme(scheme, OwnDataset(scheme, folder, tuple(sorted(sha.items()))))
+        examples[split] = read_split(path, scheme, split)        # every row checked now
+    register_scheme(scheme, OwnDataset(scheme, folder, tuple(sorted(sha.items())), examples))
     return scheme.name
 
 

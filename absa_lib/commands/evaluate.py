@@ -27,15 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.data import known
-    from absa_lib.errors import AbsaError
     from absa_lib.own_data import dataset_name
     from absa_lib.predictions import evaluate_file
 
-    dataset = dataset_name(args.dataset, args.data_dir)
-    if not known(dataset):
-        raise AbsaError(f"--dataset {args.dataset!r}: expected sentihood, semeval or a folder of your own "
-                        "data")
+    dataset = dataset_name(args.dataset, args.data_dir)            # a folder of your own data is registered
     metrics = evaluate_file(dataset, args.split, args.predictions, args.data_dir)
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     print(json.dumps(clean, indent=2, sort_keys=True, allow_nan=False))
