@@ -8,8 +8,9 @@ installed (a cluster node, a container, a bare GPU machine)::
 
     python -m absa_lib.notebook_script notebooks/05_figures.py executed/gpu/params.yaml
 
-``scripts/run_headless.sh`` runs a whole profile this way. Figures are written to files as in the
-notebooks (the ``Agg`` backend); what a notebook would display is printed.
+``ABSA_PYTHON=python3 bash run_all.sh PROFILE`` runs a whole profile this way where papermill is
+missing. Figures are written to files as in the notebooks (the ``Agg`` backend); what a notebook
+would display is printed.
 """
 
 from __future__ import annotations

@@ -78,8 +78,10 @@ def read_profile_file(path: Path) -> dict:
     return values
 
 
-def load_profile(name: str) -> dict:
-    """The values of ``params/<name>.yaml``."""
+def profile_path(name: str) -> Path:
+    """``params/<name>.yaml``, or ``name`` itself when it is a YAML file's path."""
+    if Path(name).suffix in (".yaml", ".yml"):
+        return Path(name)
     folder = params_dir()
     if folder is None:
         raise AbsaError(f"profile {name!r}: no params/ folder (not running from a checkout); "
@@ -88,7 +90,12 @@ def load_profile(name: str) -> dict:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
         raise AbsaError(f"{path}: no such profile; expected one of {known}")
-    return read_profile_file(path)
+    return path
+
+
+def load_profile(name: str) -> dict:
+    """The values of ``params/<name>.yaml``."""
+    return read_profile_file(profile_path(name))
 
 
 def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]:

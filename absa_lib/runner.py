@@ -75,6 +75,22 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
     return unique
 
 
+def of_models(cells: list[Cell], models: list[str] | None, where: str) -> list[Cell]:
+    """The cells of ``models`` (all cells when None); an unknown model, or none left, is an error
+    naming ``where`` the cells came from."""
+    if not models:
+        return cells
+    from absa_lib.models import MODELS
+
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise AbsaError(f"--model {unknown[0]!r} is not a model; expected some of {', '.join(MODELS)}")
+    kept = [c for c in cells if c.config.model in models]
+    if not kept:
+        raise AbsaError(f"--model {' '.join(models)}: {where} has no cell of these models")
+    return kept
+
+
 def train_argv(config, runs_dir: Path, data_dir: str | None = None) -> list[str]:
     """The ``absa train`` command line of one cell (fields at their default are left out)."""
     from absa_lib.config import TrainConfig

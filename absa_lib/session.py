@@ -161,6 +161,12 @@ def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: 
     return record["data"], target
 
 
+def source_runs(meta: dict) -> list[str]:
+    """The run ids an analysis file's ``meta`` names: ``{"run_id": ...}`` for one run, ``{label:
+    run_id}`` for several."""
+    return [meta["run_id"]] if "run_id" in meta else [v for v in meta.values() if isinstance(v, str)]
+
+
 def check_sources(record, source: Path, reference: Path) -> None:
     """Arrays read from the reference must come from runs the reference still holds: ``meta`` names
     them (``{"run_id": ...}`` for one run, ``{label: run_id}`` for several). Arrays whose run was
@@ -169,9 +175,7 @@ def check_sources(record, source: Path, reference: Path) -> None:
     if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
         raise AbsaError(f"{source}: expected a JSON object with 'data' and a 'meta' object, as compute_or_load "
                         "writes it; restore the file from git or recompute it with a training profile")
-    meta = record["meta"]
-    run_ids = [meta["run_id"]] if "run_id" in meta else [v for v in meta.values() if isinstance(v, str)]
-    for run_id in run_ids:
+    for run_id in source_runs(record["meta"]):
         if not any(marked_complete(m) for m in Path(reference).glob(f"runs/*/*/{run_id}/metrics.json")):
             raise AbsaError(f"{source}: computed from run {run_id}, which {Path(reference) / 'runs'} does not hold "
                             "(complete); the arrays are stale: recompute them with a training profile "

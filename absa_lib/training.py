@@ -14,6 +14,7 @@ and always labelled as such.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -158,11 +159,17 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     """Train (or fetch from cache, or resume) the run described by ``config``.
 
     Returns the :class:`Run`; ``run.cached`` is True when an identical finished run was found.
+    With ``$ABSA_CACHE_ONLY`` set, a run that is not finished is an error instead of being trained
+    (a notebook that must only read runs a grid trained, e.g. on a node with a time limit).
     """
     config = resolved(config)
     path = run_path(config, runs_dir)
     if not force and marked_complete(path / "metrics.json"):
         return load_run(path)
+    if os.environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"):
+        raise AbsaError(f"{path}: this {config.dataset} {config.model} run (seed {config.seed}) is not in the "
+                        "run cache, and ABSA_CACHE_ONLY forbids training it here; train it first (absa grid) "
+                        "or unset ABSA_CACHE_ONLY")
     session = _open_run(config, path, data_dir, force)
     for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
         row = _train_epoch(session, epoch, progress)

@@ -39,3 +39,23 @@ def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
     missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({path.name})"
                for c, path in zip(cells, paths) if not (path / "metrics.json").is_file()]
     assert not missing, f"{len(missing)} of {len(cells)} cells lack a record: {missing[:3]}"
+
+
+def test_every_gpu_record_is_a_cell_of_the_gpu_profile_as_a_cuda_node_computes_it(monkeypatch):
+    """The 25-epoch runs were trained on CUDA, where precision 'auto' is bf16, on the carried float16
+    backbone copy. A code change that alters their identities would make the next GPU session train
+    them again under new ids (and `absa remote start` copy them in for nothing): caught here."""
+    import absa_lib.config as C
+    from absa_lib.runs import find_runs
+
+    gpu = [r for r in find_runs(REFERENCE / "runs") if r.env.get("device") == "cuda"]
+    assert len(gpu) >= 24
+    fingerprints = {r.config["backbone_fingerprint"] for r in gpu}
+    assert len(fingerprints) == 1
+    monkeypatch.setattr(C, "backbone_fingerprint", lambda backbone: next(iter(fingerprints)))
+    params = load_profile("gpu")
+    params["train_options"] = {**params["train_options"], "precision": "bf16"}
+    ids = {run_path(c.config, REFERENCE / "runs").name for c in profile_cells(params)}
+    strays = [f"{r.config['dataset']} {r.config['model']} seed {r.config['seed']} ({r.run_id})" for r in gpu
+              if r.run_id not in ids]
+    assert not strays, f"{len(strays)} GPU records are no cell of the gpu profile: {strays[:3]}"

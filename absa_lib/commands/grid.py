@@ -56,7 +56,14 @@ def _params(profile: str) -> tuple[str, dict]:
 def run(args: argparse.Namespace) -> int:
     from absa_lib.device import default_device
     from absa_lib.errors import AbsaError
-    from absa_lib.runner import export_finished, profile_cells, run_cells, train_argv, write_summary
+    from absa_lib.runner import (
+        export_finished,
+        of_models,
+        profile_cells,
+        run_cells,
+        train_argv,
+        write_summary,
+    )
     from absa_lib.session import resolve_dir
 
     name, params = _params(args.profile)
@@ -65,17 +72,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
         if value is not None and value < 1:
             raise AbsaError(f"{flag} must be a positive integer, got {value}")
-    cells = profile_cells(params, tuple(args.part))
-    if args.model:
-        from absa_lib.models import MODELS
-
-        unknown = [m for m in args.model if m not in MODELS]
-        if unknown:
-            raise AbsaError(f"--model {unknown[0]!r} is not a model; expected some of {', '.join(MODELS)}")
-        cells = [c for c in cells if c.config.model in args.model]
-        if not cells:
-            raise AbsaError(f"--model {' '.join(args.model)}: profile {name!r} has no cell of these models "
-                            f"in --part {' '.join(args.part)}")
+    cells = of_models(profile_cells(params, tuple(args.part)), args.model, f"profile {name!r} in --part {' '.join(args.part)}")
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
     if args.count:
         print(len(cells))

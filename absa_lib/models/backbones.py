@@ -106,12 +106,18 @@ def backbone_fingerprint(backbone: str) -> str:
     The random backbones are identified by their name (and the tiny vocabulary)."""
     if backbone == "bert-base-random":
         return "random:bert-base-config"
-    path = TINY_VOCAB.parent if backbone == "tiny" else backbone_dir(backbone)
-    names = ["tiny_vocab.txt"] if backbone == "tiny" else sorted(
-        p.name for p in path.iterdir() if p.is_file() and (p.suffix in (".json", ".txt", ".safetensors")))
+    if backbone == "tiny":
+        return folder_fingerprint(TINY_VOCAB.parent, ["tiny_vocab.txt"])
+    return folder_fingerprint(backbone_dir(backbone))
+
+
+def folder_fingerprint(path: Path, names: list[str] | None = None) -> str:
+    """SHA-256 over the ``names`` in ``path`` (default: its .json, .txt and .safetensors files)."""
+    names = names or sorted(p.name for p in Path(path).iterdir()
+                            if p.is_file() and p.suffix in (".json", ".txt", ".safetensors"))
     h = hashlib.sha256()
     for name in names:
-        h.update(f"{name}:{_file_sha256(path / name)}\n".encode())
+        h.update(f"{name}:{_file_sha256(Path(path) / name)}\n".encode())
     return h.hexdigest()[:16]
 
 

@@ -1,0 +1,554 @@
+"""Train on a GPU node that you reach only through commands with a time limit; bring back records.
+
+Some GPUs come on short leases: a machine lent for half an hour whose commands may each run ten
+minutes and which is gone, with everything on it, soon after the last one; a notebook service that
+ends idle sessions; a job queue with a short walltime. A 25-epoch run outlasts one command there,
+and checkpoints are too big to bring back. So the work is split, and nothing waits on a command
+lasting:
+
+1. ``absa remote carry DIR`` (here): what the node needs besides the code, checked: a float16
+   copy of the MiniLM backbone and the five raw data files (about 48 MB).
+2. ``absa remote start --grid PARTS:MODELS:WORKERS ...`` (node): each grid runs ``absa grid`` as a
+   detached process (a session of its own), so it goes on after the command returns. The runs
+   folder starts with the reference's records, so committed runs are not trained again. Starting
+   again finds the grids running (or finished) and starts nothing twice.
+3. ``absa remote wait --until S --bundle FILE`` (node): waits at most S seconds, a line a minute,
+   then writes FILE (``.tar.gz``): the records (config, metrics, env JSON; no weights) of every
+   run that finished there, the figure arrays (``--analysis``), and ``status.json``, the state of
+   every cell. The next command runs ``wait`` again and brings back a larger bundle.
+4. ``absa remote import FILE`` (here): every record must be complete, its configuration must hash to
+   its run id, and a run id the reference already holds must carry the same record; figure arrays
+   must come from runs the reference holds. Nothing is written unless all of it passes.
+
+The work folder (default ``executed/remote``) holds ``params.yaml``, ``runs/``, ``grids/`` (one
+``NN.json`` and ``NN.log`` per grid) and ``results/`` (the analysis notebooks' output).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
+from absa_lib.grid import RECORD_FILES
+
+ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+BUNDLE_RUN_FILE = re.compile(rf"runs/{_NAME}/{_NAME}/[0-9a-f]{{12}}/(config|metrics|env)\.json")
+BUNDLE_ANALYSIS_FILE = re.compile(rf"analysis/{_NAME}\.json")
+BUNDLE_OTHER_FILES = ("status.json",)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. here: what the node needs
+
+def make_carry(dest: Path, data_dir=None, reference: Path | None = None, new_fingerprint: bool = False) -> dict:
+    """Write ``dest/minilm`` (a float16 ``save_pretrained`` copy of the offline backbone with its
+    tokenizer files) and ``dest/data`` (the required raw files of both benchmarks, verified).
+
+    The copy's fingerprint enters every run's identity. Unless ``new_fingerprint``, it must be the
+    one the reference's GPU runs recorded, or the node would retrain committed runs under new ids.
+    Returns ``{"minilm", "data", "fingerprint", "megabytes"}``."""
+    import torch
+    from transformers import BertModel
+
+    from absa_lib.download import FILES, verified_path
+    from absa_lib.models.backbones import backbone_dir, folder_fingerprint
+
+    dest = Path(dest)
+    for f in FILES:
+        if not f.optional:
+            atomic_write_bytes(dest / "data" / f.path, verified_path(f.path, data_dir).read_bytes())
+    source = backbone_dir("minilm")
+    tmp = Path(tempfile.mkdtemp(prefix=".minilm.", dir=dest))
+    try:
+        BertModel.from_pretrained(source, dtype=torch.float16).save_pretrained(tmp)
+        for name in TOKENIZER_FILES:
+            shutil.copyfile(source / name, tmp / name)
+        fingerprint = folder_fingerprint(tmp)
+        expected = gpu_fingerprints(reference) if reference is not None else set()
+        if expected and fingerprint not in expected and not new_fingerprint:
+            import transformers
+
+            raise AbsaError(f"{dest / 'minilm'}: the copy's fingerprint {fingerprint} is not the "
+                            f"{', '.join(sorted(expected))} of the reference's GPU runs (save_pretrained writes the "
+                            f"transformers version, here {transformers.__version__}, into config.json); runs on it "
+                            "would not find the committed runs. Make it with the version docs/remote.md names, "
+                            "or pass --new-fingerprint to start a new series of runs")
+        shutil.rmtree(dest / "minilm", ignore_errors=True)
+        tmp.rename(dest / "minilm")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    return {"minilm": dest / "minilm", "data": dest / "data", "fingerprint": fingerprint, "megabytes": size / 2**20}
+
+
+def gpu_fingerprints(reference: Path) -> set[str]:
+    """The MiniLM fingerprints of the reference's runs trained on a GPU (the carried copy's)."""
+    found = set()
+    for config_path in Path(reference).glob("runs/*/*/*/config.json"):
+        env_path = config_path.parent / "env.json"
+        if env_path.is_file() and read_json(env_path).get("device") == "cuda":
+            config = read_json(config_path)
+            if config.get("backbone") == "minilm" and config.get("backbone_fingerprint"):
+                found.add(config["backbone_fingerprint"])
+    return found
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. the node: grids as detached processes
+
+@dataclass(frozen=True)
+class GridSpec:
+    """One detached ``absa grid``: its parts, its models (None: all) and its concurrent runs."""
+
+    parts: tuple[str, ...]
+    models: tuple[str, ...] | None
+    workers: int
+
+    @classmethod
+    def parse(cls, text: str) -> GridSpec:
+        """``PARTS:MODELS:WORKERS``, e.g. ``tables+ablations:cg-bert,qacg-bert:12`` or ``other:all:8``."""
+        from absa_lib.runner import PARTS
+
+        fields = text.split(":")
+        if len(fields) != 3 or not fields[2].isdigit() or int(fields[2]) < 1:
+            raise AbsaError(f"--grid {text!r}: expected PARTS:MODELS:WORKERS, e.g. tables+ablations:cg-bert,qacg-bert:12 "
+                            "(parts joined by +, models by commas or 'all', a positive number of concurrent runs)")
+        parts = tuple(fields[0].split("+"))
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown:
+            raise AbsaError(f"--grid {text!r}: part {unknown[0]!r} is unknown; expected some of {', '.join(PARTS)}")
+        models = None if fields[1] == "all" else tuple(fields[1].split(","))
+        return cls(parts, models, int(fields[2]))
+
+    def text(self) -> str:
+        return f"{'+'.join(self.parts)}:{','.join(self.models) if self.models else 'all'}:{self.workers}"
+
+
+def grid_cells(params: dict, spec: GridSpec) -> list:
+    from absa_lib.runner import of_models, profile_cells
+
+    return of_models(profile_cells(params, spec.parts), list(spec.models or ()), f"--grid {spec.text()}")
+
+
+def work_params(profile: str, changes: list[str], work: Path) -> dict:
+    """The profile with ``-p NAME VALUE`` changes, writing into ``work`` (runs, results, figures)."""
+    from absa_lib.profiles import profile_path, with_changes
+
+    params = with_changes(profile_path(profile), changes)
+    params.update(runs_dir=str(work / "runs"), results_dir=str(work / "results"), figures_dir=str(work / "figures"))
+    return params
+
+
+def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[list[tuple]]:
+    """Per grid of ``specs``: ``(cell, run folder, finished)`` for each of its cells, where finished
+    means complete in the runs folder or in the reference. Two grids that share a run are an error
+    (two processes writing one run folder would leave garbage)."""
+    from absa_lib.config import run_path
+
+    if not params.get("allow_training", True):
+        raise AbsaError(f"profile {params.get('profile')!r} does not train (allow_training: false)")
+    out, owner = [], {}
+    for i, spec in enumerate(specs):
+        rows = []
+        for cell in grid_cells(params, spec):
+            path = run_path(cell.config, params["runs_dir"])
+            if owner.setdefault(path, i) != i:
+                raise AbsaError(f"--grid {specs[owner[path]].text()} and --grid {spec.text()} share the run "
+                                f"{cell.config.dataset} {cell.label} seed {cell.config.seed}; give each cell to one grid")
+            held = reference is not None and marked_done(Path(reference) / "runs" / path.relative_to(params["runs_dir"]))
+            rows.append((cell, path, held or marked_done(path)))
+        out.append(rows)
+    return out
+
+
+def plan_lines(planned: list[list[tuple]], specs: list[GridSpec]) -> list[str]:
+    """What ``start`` would train, grid by grid (``absa remote start --dry-run``)."""
+    lines = []
+    for spec, rows in zip(specs, planned, strict=True):
+        todo = [(cell, path) for cell, path, done in rows if not done]
+        lines.append(f"[remote] grid {spec.text()}: {len(rows)} cells, {len(todo)} to train")
+        lines += [f"[remote]   {c.config.dataset} {c.label} seed {c.config.seed} ({c.part}, run {p.name})" for c, p in todo]
+    return lines
+
+
+def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print) -> list[dict]:
+    """Start each grid of ``specs`` as a detached process (skipping those running or finished),
+    after copying the reference's records into the runs folder. Returns the grids' records."""
+    work = Path(work).resolve()
+    planned = plan(params, specs, reference)            # checked before anything is written
+    text = yaml.safe_dump(params, sort_keys=False)
+    params_file = work / "params.yaml"
+    old = grids(work)
+    if any(is_running(g) for g in old):
+        if params_file.is_file() and params_file.read_text() != text:
+            raise AbsaError(f"{params_file}: grids started with other parameters are still running; wait for them, "
+                            "or give another --work folder")
+        if [g["grid"] for g in old] != [s.text() for s in specs]:
+            raise AbsaError(f"{work / 'grids'}: grids {', '.join(g['grid'] for g in old)} are running; start again with "
+                            "the same --grid list (it starts nothing twice), or wait for them to end")
+    atomic_write_bytes(params_file, text.encode())
+    seeded = seed_runs(work, reference) if reference is not None else 0
+    if seeded:
+        log(f"[remote] {seeded} finished runs copied from {reference} (they are not trained again)")
+    for stale in (work / "grids").glob("[0-9][0-9].json"):
+        if int(stale.stem) >= len(specs):
+            stale.unlink()
+    records = []
+    for i, spec in enumerate(specs):
+        record_file = work / "grids" / f"{i:02d}.json"
+        if i < len(old) and is_running(old[i]):
+            log(f"[remote] grid {i} ({spec.text()}) is running (pid {old[i]['pid']})")
+            records.append(old[i])
+            continue
+        record = {"grid": spec.text(), "pid": None, "cells": len(planned[i]), "started": None}
+        if all(marked_done(path) for _, path, _ in planned[i]):
+            log(f"[remote] grid {i} ({spec.text()}): all {len(planned[i])} runs finished")
+        else:
+            argv = [sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(params_file), "--part", *spec.parts,
+                    "--workers", str(spec.workers), *(["--model", *spec.models] if spec.models else [])]
+            log_file = work / "grids" / f"{i:02d}.log"
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_file, "ab") as fh:
+                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+            record.update(pid=proc.pid, argv=argv, started=time.time())
+            log(f"[remote] grid {i} ({spec.text()}): started, {len(planned[i])} cells, pid {proc.pid}, log {log_file}")
+        atomic_write_json(record_file, record)
+        records.append(record)
+    return records
+
+
+def seed_runs(work: Path, reference: Path) -> int:
+    """Copy the records of the reference's runs into ``work/runs`` (where absent), so the grid finds
+    them finished; their ids go to ``work/runs/seeded.json`` so that bundles leave them out."""
+    from absa_lib.grid import export_records
+    from absa_lib.runs import find_runs
+
+    runs_dir = Path(work) / "runs"
+    runs = [r for r in find_runs(Path(reference) / "runs")
+            if not (runs_dir / r.config["dataset"] / r.config["model"] / r.run_id).exists()]
+    export_records(runs, work)
+    seeded_file = runs_dir / "seeded.json"
+    seeded = set(read_json(seeded_file)) if seeded_file.is_file() else set()
+    atomic_write_json(seeded_file, sorted(seeded | {r.run_id for r in runs}))
+    return len(runs)
+
+
+def grids(work: Path) -> list[dict]:
+    return [read_json(p) for p in sorted((Path(work) / "grids").glob("[0-9][0-9].json"))]
+
+
+def is_running(record: dict) -> bool:
+    """Whether the grid process of ``record`` is alive (a zombie or another program under a reused
+    pid is not)."""
+    pid = record.get("pid")
+    if pid is None:
+        return False
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)      # our own child (tests, one long command): reap it
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    proc = Path(f"/proc/{pid}")
+    if proc.is_dir():
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return state != "Z" and b"absa_lib.cli" in cmdline and b"grid" in cmdline
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def marked_done(path: Path) -> bool:
+    from absa_lib.runs import marked_complete
+
+    return marked_complete(Path(path) / "metrics.json")
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. the node: wait, analyse, bundle
+
+def cell_status(work: Path) -> list[dict]:
+    """One row per cell of every grid started in ``work``: done, or training (epochs so far),
+    waiting, or failed (its grid ended without it; the run log's last lines)."""
+    from absa_lib.config import run_path
+
+    params = read_json_yaml(Path(work) / "params.yaml")
+    rows = []
+    for i, record in enumerate(grids(work)):
+        running = is_running(record)
+        for cell in grid_cells(params, GridSpec.parse(record["grid"])):
+            path = run_path(cell.config, params["runs_dir"])
+            row = {"grid": i, "dataset": cell.config.dataset, "label": cell.label, "seed": cell.config.seed,
+                   "part": cell.part, "run_id": path.name}
+            metrics = _read_or_none(path / "metrics.json")
+            epochs = len(metrics.get("epochs", [])) if metrics else 0
+            if metrics and metrics.get("complete"):
+                row.update(state="done", seconds=sum(e.get("seconds", 0) + e.get("eval_seconds", 0)
+                                                     for e in metrics["epochs"]))
+            elif path.is_dir():
+                row.update(state="training" if running else "failed", epochs=f"{epochs}/{cell.config.epochs}")
+            else:
+                row.update(state="waiting" if running else "failed")
+            if row["state"] == "failed":
+                log_file = Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log"
+                row["log_tail"] = log_file.read_text(errors="replace").splitlines()[-20:] if log_file.is_file() else []
+            rows.append(row)
+    return rows
+
+
+def read_json_yaml(path: Path) -> dict:
+    from absa_lib.profiles import read_profile_file
+
+    if not Path(path).is_file():
+        raise AbsaError(f"{path}: no grid was started in this work folder (run `absa remote start` first; "
+                        "on a fresh machine the folder is empty)")
+    return read_profile_file(path)
+
+
+def _read_or_none(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None          # being written by the trainer this instant (atomic, so rare) or damaged
+
+
+def progress_line(rows: list[dict]) -> str:
+    count = {s: sum(r["state"] == s for r in rows) for s in ("done", "training", "waiting", "failed")}
+    training = ", ".join(f"{r['dataset']} {r['label']} s{r['seed']} {r['epochs']}"
+                         for r in rows if r["state"] == "training")
+    return (f"{count['done']}/{len(rows)} done, {count['training']} training, {count['waiting']} waiting, "
+            f"{count['failed']} failed" + (f" | {training}" if training else ""))
+
+
+def wait(work: Path, until: float, every: float = 60.0, log=print) -> bool:
+    """Wait until every grid of ``work`` has ended or ``until`` seconds have passed; print a progress
+    line every ``every`` seconds. Returns whether every grid has ended."""
+    t0 = time.time()
+    last = -every
+    while True:
+        ended = not any(is_running(g) for g in grids(work))
+        now = time.time() - t0
+        if ended or now >= until or now - last >= every:
+            log(f"[remote] {time.strftime('%H:%M:%S')} {progress_line(cell_status(work))}")
+            last = now
+        if ended or now >= until:
+            return ended
+        time.sleep(min(5.0, max(0.1, until - now)))
+
+
+def analyse(work: Path, seed: int | None, timeout: float, log=print) -> dict[str, str]:
+    """Run the analysis notebooks (their scripts) on the runs of ``seed`` (default: the profile's
+    first) on SentiHood, reading only finished runs (``ABSA_CACHE_ONLY``: a notebook whose runs are
+    not all finished stops at once, and is tried again at the next call): the figure arrays go to
+    ``work/results/analysis``. A notebook that succeeded is not run again. Returns ``{notebook: "ok"
+    | why not}``."""
+    from absa_lib.paths import repo_root
+
+    params = read_json_yaml(Path(work) / "params.yaml")
+    seed = params["seeds"][0] if seed is None else seed
+    params.update(seeds=[seed], datasets=["sentihood"])
+    params_file = Path(work) / "analysis_params.yaml"
+    atomic_write_bytes(params_file, yaml.safe_dump(params, sort_keys=False).encode())
+    root = repo_root()
+    if root is None:
+        raise AbsaError("the analysis notebooks need a checkout (notebooks/NN_*.py); none beside this package")
+    outcome, deadline = {}, time.time() + timeout
+    for name in ANALYSIS_NOTEBOOKS:
+        log_file, done = Path(work) / f"analysis_{name}.log", Path(work) / f"analysis_{name}_seed{seed}.ok"
+        if done.is_file():
+            outcome[name] = "ok"
+            continue
+        left = deadline - time.time()
+        if left <= 0:
+            outcome[name] = "not run: no time left"
+            continue
+        argv = [sys.executable, "-m", "absa_lib.notebook_script", str(root / "notebooks" / f"{name}.py"), str(params_file)]
+        env = {**os.environ, "ABSA_CACHE_ONLY": "1", "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+        try:
+            with open(log_file, "wb") as fh:
+                proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=left, check=False)
+            tail = log_file.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+            outcome[name] = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode}): {tail[0]}"
+            if proc.returncode == 0:
+                done.touch()
+        except subprocess.TimeoutExpired:
+            outcome[name] = f"stopped after {left:.0f}s (time limit)"
+        log(f"[remote] analysis {name} (seed {seed}): {outcome[name]}; log {log_file}")
+    return outcome
+
+
+def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
+    """Write ``bundle`` (tar.gz, atomically): the records of the runs that finished in ``work`` (not
+    those copied from the reference), the analysis arrays computed from them, and ``status.json``."""
+    work = Path(work)
+    runs_dir = Path(read_json_yaml(work / "params.yaml")["runs_dir"])
+    seeded = set(read_json(runs_dir / "seeded.json")) if (runs_dir / "seeded.json").is_file() else set()
+    files: dict[str, bytes] = {}
+    trained = set()
+    for metrics in sorted(runs_dir.glob("*/*/*/metrics.json")):
+        run = metrics.parent
+        if run.name in seeded or not marked_done(run):
+            continue
+        trained.add(run.name)
+        for name in RECORD_FILES:
+            files[f"runs/{run.parent.parent.name}/{run.parent.name}/{run.name}/{name}"] = (run / name).read_bytes()
+    from absa_lib.session import source_runs
+
+    analysis = []
+    for path in sorted((work / "results" / "analysis").glob("*.json")):
+        record = _read_or_none(path)
+        if isinstance(record, dict) and isinstance(record.get("meta"), dict) and \
+                set(source_runs(record["meta"])) <= trained and source_runs(record["meta"]):
+            files[f"analysis/{path.name}"] = path.read_bytes()      # arrays copied from the reference stay behind
+            analysis.append(path.name)
+    rows = cell_status(work)
+    status = {"progress": progress_line(rows), "cells": rows, "runs": sorted(trained), "analysis": analysis,
+              "written": time.strftime("%Y-%m-%d %H:%M:%S"), **(extra or {})}
+    files["status.json"] = (json.dumps(status, indent=2, sort_keys=True) + "\n").encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    atomic_write_bytes(Path(bundle), buffer.getvalue())
+    return {"runs": len(trained), "analysis": analysis, "bytes": len(buffer.getvalue()), "progress": status["progress"]}
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. here: import a bundle into the reference
+
+def read_bundle(bundle: Path) -> dict[str, bytes]:
+    """The bundle's files by name, after checking that each is one a bundle may hold."""
+    try:
+        tar = tarfile.open(bundle, mode="r:gz")
+    except (OSError, tarfile.TarError) as err:
+        raise AbsaError(f"{bundle}: not a readable .tar.gz bundle ({one_line(err)}); bring it back again") from None
+    files = {}
+    with tar:
+        try:
+            for member in tar.getmembers():
+                if member.isdir():
+                    continue
+                name = member.name
+                if not member.isfile() or not (BUNDLE_RUN_FILE.fullmatch(name) or BUNDLE_ANALYSIS_FILE.fullmatch(name)
+                                               or name in BUNDLE_OTHER_FILES):
+                    raise AbsaError(f"{bundle}: member {name!r} is not a file a bundle holds (runs/DATASET/MODEL/RUN_ID/"
+                                    "{config,metrics,env}.json, analysis/NAME.json, status.json); refusing the bundle")
+                files[name] = tar.extractfile(member).read()
+        except (OSError, tarfile.TarError, EOFError) as err:
+            raise AbsaError(f"{bundle}: the archive is damaged ({one_line(err)}); bring it back again") from None
+    return files
+
+
+def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_tiny: bool = False, log=print) -> dict:
+    """Check every record and array of ``bundle`` against ``reference``, then (unless ``dry_run``)
+    copy them in. Runs the reference already holds with the same bytes are skipped; a different
+    record under a known run id, an unfinished or edited record, a run on the tiny random backbone
+    (unless ``allow_tiny``: its numbers mean nothing), or arrays from a run that neither holds,
+    refuse the whole bundle."""
+    from absa_lib.runs import load_run, marked_complete
+    from absa_lib.session import source_runs
+
+    files = read_bundle(Path(bundle))
+    reference = Path(reference)
+    new, same = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp)
+        for name, data in files.items():
+            (staged / name).parent.mkdir(parents=True, exist_ok=True)
+            (staged / name).write_bytes(data)
+        for run_dir in sorted({(staged / n).parent for n in files if n.startswith("runs/")}):
+            rel = run_dir.relative_to(staged)
+            missing = [n for n in RECORD_FILES if not (run_dir / n).is_file()]
+            if missing:
+                raise AbsaError(f"{bundle}: {rel} lacks {', '.join(missing)}; refusing the bundle")
+            run = load_run(run_dir)       # complete, and its configuration hashes to its folder's name
+            if rel.parts[1:3] != (run.config["dataset"], run.config["model"]):
+                raise AbsaError(f"{bundle}: {rel} holds a {run.config['dataset']} {run.config['model']} run; refusing the bundle")
+            if run.config["backbone"] == "tiny" and not allow_tiny:
+                raise AbsaError(f"{bundle}: {rel} was trained on the tiny random backbone (a test run whose numbers mean "
+                                "nothing); refusing the bundle")
+            held = reference / rel
+            if held.exists():
+                differ = [n for n in RECORD_FILES if not (held / n).is_file() or (held / n).read_bytes() != (run_dir / n).read_bytes()]
+                if differ:
+                    raise AbsaError(f"{bundle}: {rel} is already in {reference} with another {differ[0]} (the same "
+                                    "configuration trained twice gives other numbers); keep one: remove that run "
+                                    "from the reference first if the new one should replace it")
+                same.append(run)
+            else:
+                new.append(run)
+        # the arrays must come from runs the reference holds once the new runs are in
+        known = {r.run_id for r in new} | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json")
+                                            if marked_complete(m)}
+        arrays = sorted(n for n in files if n.startswith("analysis/"))
+        for name in arrays:
+            try:
+                record = json.loads(files[name])
+            except ValueError:
+                raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
+            if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
+                raise AbsaError(f"{bundle}: {name} is not {{data, meta}} analysis arrays; refusing the bundle")
+            unknown = [r for r in source_runs(record["meta"]) if r not in known] or (
+                [] if source_runs(record["meta"]) else ["(none named)"])
+            if unknown:
+                raise AbsaError(f"{bundle}: {name} was computed from run {unknown[0]}, which neither the bundle nor "
+                                f"{reference / 'runs'} holds; refusing the bundle")
+        replaced = {}
+        for name in arrays:
+            old = reference / name
+            if old.is_file():
+                replaced[name] = _read_or_none(old)
+        if not dry_run:
+            for run in new:
+                rel = Path(run.path).relative_to(staged)
+                for n in RECORD_FILES:
+                    atomic_write_bytes(reference / rel / n, (Path(run.path) / n).read_bytes())
+            for name in arrays:
+                atomic_write_bytes(reference / name, files[name])
+    verb = "would add" if dry_run else "added"
+    for run in new:
+        log(f"[import] {verb} {describe(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
+    for name in arrays:
+        before = (replaced.get(name) or {}).get("meta") or {}
+        after = json.loads(files[name])["meta"]
+        log(f"[import] {verb} {name}: {_meta_text(after)}" + (f", replacing {_meta_text(before)}" if before else ""))
+    log(f"[import] {len(new)} new runs, {len(same)} already in {reference}, {len(arrays)} analysis files")
+    return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
+
+
+def describe(config: dict, run_id: str) -> str:
+    """``sentihood qacg-bert (aux none) seed 44, minilm, 25 epochs, run 0123456789ab``."""
+    return (f"{config['dataset']} {config['model']} (aux {config['aux']}) seed {config['seed']}, {config['backbone']}, "
+            f"{config['epochs']} epoch{'s' if config['epochs'] != 1 else ''}, run {run_id}")
+
+
+def _meta_text(meta: dict) -> str:
+    if "run_id" in meta:
+        return f"run {meta['run_id']} ({meta.get('backbone')}, {meta.get('epochs')} epochs, seed {meta.get('seed')})"
+    return "runs " + ", ".join(f"{label} {run_id}" for label, run_id in meta.items())

