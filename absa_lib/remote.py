@@ -343,9 +343,10 @@ def progress_line(rows: list[dict]) -> str:
             f"{count['failed']} failed" + (f" | {training}" if training else ""))
 
 
-def wait(work: Path, until: float, every: float = 60.0, log=print) -> bool:
+def wait(work: Path, until: float, every: float = 60.0, log=print, on_progress=None) -> bool:
     """Wait until every grid of ``work`` has ended or ``until`` seconds have passed; print a progress
-    line every ``every`` seconds. Returns whether every grid has ended."""
+    line every ``every`` seconds and then call ``on_progress()`` (e.g. write the bundle so far, so
+    that a command stopped at its limit still leaves one). Returns whether every grid has ended."""
     t0 = time.time()
     last = -every
     while True:
@@ -354,6 +355,8 @@ def wait(work: Path, until: float, every: float = 60.0, log=print) -> bool:
         if ended or now >= until or now - last >= every:
             log(f"[remote] {time.strftime('%H:%M:%S')} {progress_line(cell_status(work))}")
             last = now
+            if on_progress is not None:
+                on_progress()
         if ended or now >= until:
             return ended
         time.sleep(min(5.0, max(0.1, until - now)))

@@ -267,3 +267,13 @@ def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_
     out = capsys.readouterr().out
     assert "[remote] grid tables:cg-bert:4: 8 cells, 0 to train" in out      # seeds 42 and 43 are committed
     assert not (tmp_path / "work").exists()
+
+
+def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys):
+    calls = []
+    assert wait(node["work"], until=0, every=60, log=lambda *_: None, on_progress=lambda: calls.append(1))
+    assert calls == [1]
+    bundle = tmp_path / "b.tar.gz"
+    assert main(["remote", "wait", "--work", str(node["work"]), "--until", "0", "--bundle", str(bundle)]) == 0
+    assert "3 finished runs" in capsys.readouterr().out
+    assert len([n for n in read_bundle(bundle) if n.endswith("metrics.json")]) == 3

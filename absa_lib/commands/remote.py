@@ -103,7 +103,8 @@ def _wait(args: argparse.Namespace) -> int:
     from absa_lib.session import resolve_dir
 
     work = resolve_dir(args.work, create=False)
-    ended = wait(work, args.until, args.every)
+    ended = wait(work, args.until, args.every,       # the bundle so far after each progress line: a command
+                 on_progress=lambda: write_bundle(work, Path(args.bundle)))     # cut off still brings one back
     outcome = analyse(work, args.analysis_seed, args.analysis_time) if args.analysis else {}
     out = write_bundle(work, Path(args.bundle), {"grids_ended": ended, "analysis_outcome": outcome})
     print(f"[remote] {args.bundle}: {out['runs']} finished runs, analysis {out['analysis'] or 'none'}, "
