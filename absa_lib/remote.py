@@ -547,11 +547,16 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
 
 def describe(config: dict, run_id: str) -> str:
     """``sentihood qacg-bert (aux none) seed 44, minilm, 25 epochs, run 0123456789ab``."""
+    subset = f", {config['max_train_examples']} training examples" if config.get("max_train_examples") else ""
     return (f"{config['dataset']} {config['model']} (aux {config['aux']}) seed {config['seed']}, {config['backbone']}, "
-            f"{config['epochs']} epoch{'s' if config['epochs'] != 1 else ''}, run {run_id}")
+            f"{_epochs(config['epochs'])}{subset}, run {run_id}")
+
+
+def _epochs(n) -> str:
+    return f"{n} epoch{'' if n == 1 else 's'}"
 
 
 def _meta_text(meta: dict) -> str:
     if "run_id" in meta:
-        return f"run {meta['run_id']} ({meta.get('backbone')}, {meta.get('epochs')} epochs, seed {meta.get('seed')})"
+        return f"run {meta['run_id']} ({meta.get('backbone')}, {_epochs(meta.get('epochs'))}, seed {meta.get('seed')})"
     return "runs " + ", ".join(f"{label} {run_id}" for label, run_id in meta.items())
