@@ -114,36 +114,48 @@ def gpu_fingerprints(reference: Path) -> set[str]:
 
 @dataclass(frozen=True)
 class GridSpec:
-    """One detached ``absa grid``: its parts, its models (None: all) and its concurrent runs."""
+    """One detached ``absa grid``: its parts, its models and seeds (None: all of the profile's) and
+    its concurrent runs."""
 
     parts: tuple[str, ...]
     models: tuple[str, ...] | None
     workers: int
+    seeds: tuple[int, ...] | None = None
 
     @classmethod
     def parse(cls, text: str) -> GridSpec:
-        """``PARTS:MODELS:WORKERS``, e.g. ``tables+ablations:cg-bert,qacg-bert:12`` or ``other:all:8``."""
+        """``PARTS:MODELS:WORKERS[:SEEDS]``, e.g. ``tables+ablations:cg-bert,qacg-bert:12``,
+        ``other:all:8`` or ``tables:bert-single:2:42``."""
         from absa_lib.runner import PARTS
 
         fields = text.split(":")
-        if len(fields) != 3 or not fields[2].isdigit() or int(fields[2]) < 1:
-            raise AbsaError(f"--grid {text!r}: expected PARTS:MODELS:WORKERS, e.g. tables+ablations:cg-bert,qacg-bert:12 "
-                            "(parts joined by +, models by commas or 'all', a positive number of concurrent runs)")
+        seeds = fields[3].split(",") if len(fields) == 4 else []
+        if (len(fields) not in (3, 4) or not fields[2].isdigit() or int(fields[2]) < 1
+                or not all(x.isdigit() for x in seeds) or (len(fields) == 4 and not seeds)):
+            raise AbsaError(f"--grid {text!r}: expected PARTS:MODELS:WORKERS[:SEEDS], e.g. tables+ablations:cg-bert,qacg-bert:12 "
+                            "or tables:bert-single:2:42 (parts joined by +, models by commas or 'all', a positive number "
+                            "of concurrent runs, seeds by commas)")
         parts = tuple(fields[0].split("+"))
         unknown = [p for p in parts if p not in PARTS]
         if unknown:
             raise AbsaError(f"--grid {text!r}: part {unknown[0]!r} is unknown; expected some of {', '.join(PARTS)}")
         models = None if fields[1] == "all" else tuple(fields[1].split(","))
-        return cls(parts, models, int(fields[2]))
+        return cls(parts, models, int(fields[2]), tuple(map(int, seeds)) or None)
 
     def text(self) -> str:
-        return f"{'+'.join(self.parts)}:{','.join(self.models) if self.models else 'all'}:{self.workers}"
+        seeds = ":" + ",".join(map(str, self.seeds)) if self.seeds else ""
+        return f"{'+'.join(self.parts)}:{','.join(self.models) if self.models else 'all'}:{self.workers}{seeds}"
+
+    def grid_options(self) -> list[str]:
+        """The ``absa grid`` options that pick this grid's cells."""
+        return ["--part", *self.parts, "--workers", str(self.workers), *(["--model", *self.models] if self.models else []),
+                *(["--seed", *map(str, self.seeds)] if self.seeds else [])]
 
 
 def grid_cells(params: dict, spec: GridSpec) -> list:
-    from absa_lib.runner import of_models, profile_cells
+    from absa_lib.runner import profile_cells, select
 
-    return of_models(profile_cells(params, spec.parts), list(spec.models or ()), f"--grid {spec.text()}")
+    return select(profile_cells(params, spec.parts), list(spec.models or ()), list(spec.seeds or ()), f"--grid {spec.text()}")
 
 
 def work_params(profile: str, changes: list[str], work: Path) -> dict:
@@ -157,8 +169,9 @@ def work_params(profile: str, changes: list[str], work: Path) -> dict:
 
 def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[list[tuple]]:
     """Per grid of ``specs``: ``(cell, run folder, finished)`` for each of its cells, where finished
-    means complete in the runs folder or in the reference. Two grids that share a run are an error
-    (two processes writing one run folder would leave garbage)."""
+    means complete in the runs folder or in the reference. Two grids that would both train a run
+    are an error (two processes writing one run folder would leave garbage); a finished run may be
+    in several (each grid skips it)."""
     from absa_lib.config import run_path
 
     if not params.get("allow_training", True):
@@ -168,11 +181,12 @@ def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[li
         rows = []
         for cell in grid_cells(params, spec):
             path = run_path(cell.config, params["runs_dir"])
-            if owner.setdefault(path, i) != i:
-                raise AbsaError(f"--grid {specs[owner[path]].text()} and --grid {spec.text()} share the run "
-                                f"{cell.config.dataset} {cell.label} seed {cell.config.seed}; give each cell to one grid")
             held = reference is not None and marked_done(Path(reference) / "runs" / path.relative_to(params["runs_dir"]))
-            rows.append((cell, path, held or marked_done(path)))
+            done = held or marked_done(path)
+            if not done and owner.setdefault(path, i) != i:
+                raise AbsaError(f"--grid {specs[owner[path]].text()} and --grid {spec.text()} would both train the run "
+                                f"{cell.config.dataset} {cell.label} seed {cell.config.seed}; give each cell to one grid")
+            rows.append((cell, path, done))
         out.append(rows)
     return out
 
@@ -220,8 +234,7 @@ def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | Non
         if all(marked_done(path) for _, path, _ in planned[i]):
             log(f"[remote] grid {i} ({spec.text()}): all {len(planned[i])} runs finished")
         else:
-            argv = [sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(params_file), "--part", *spec.parts,
-                    "--workers", str(spec.workers), *(["--model", *spec.models] if spec.models else [])]
+            argv = [sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(params_file), *spec.grid_options()]
             log_file = work / "grids" / f"{i:02d}.log"
             log_file.parent.mkdir(parents=True, exist_ok=True)
             with open(log_file, "ab") as fh:

@@ -75,19 +75,20 @@ def profile_cells(params: dict, parts: tuple[str, ...] = PARTS) -> list[Cell]:
     return unique
 
 
-def of_models(cells: list[Cell], models: list[str] | None, where: str) -> list[Cell]:
-    """The cells of ``models`` (all cells when None); an unknown model, or none left, is an error
-    naming ``where`` the cells came from."""
-    if not models:
-        return cells
-    from absa_lib.models import MODELS
+def select(cells: list[Cell], models: list[str] | None, seeds: list[int] | None, where: str) -> list[Cell]:
+    """The cells of ``models`` and ``seeds`` (all when None); an unknown model, or no cell left, is
+    an error naming ``where`` the cells came from."""
+    if models:
+        from absa_lib.models import MODELS
 
-    unknown = [m for m in models if m not in MODELS]
-    if unknown:
-        raise AbsaError(f"--model {unknown[0]!r} is not a model; expected some of {', '.join(MODELS)}")
-    kept = [c for c in cells if c.config.model in models]
+        unknown = [m for m in models if m not in MODELS]
+        if unknown:
+            raise AbsaError(f"--model {unknown[0]!r} is not a model; expected some of {', '.join(MODELS)}")
+    kept = [c for c in cells if (not models or c.config.model in models) and (not seeds or c.config.seed in seeds)]
     if not kept:
-        raise AbsaError(f"--model {' '.join(models)}: {where} has no cell of these models")
+        asked = " and ".join(filter(None, [f"--model {' '.join(models)}" if models else "",
+                                           f"--seed {' '.join(map(str, seeds))}" if seeds else ""]))
+        raise AbsaError(f"{asked}: {where} has no cell of these models and seeds")
     return kept
 
 

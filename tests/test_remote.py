@@ -37,7 +37,11 @@ def test_grid_specs_are_parsed_and_bad_ones_named():
     assert spec == GridSpec(("tables", "ablations"), ("cg-bert", "qacg-bert"), 12)
     assert GridSpec.parse(spec.text()) == spec
     assert GridSpec.parse("other:all:3").models is None
+    single = GridSpec.parse("tables:bert-single:2:42,44")
+    assert single.seeds == (42, 44) and GridSpec.parse(single.text()) == single
+    assert single.grid_options() == ["--part", "tables", "--workers", "2", "--model", "bert-single", "--seed", "42", "44"]
     for bad, match in (("tables:all", "PARTS:MODELS:WORKERS"), ("tables:all:0", "PARTS:MODELS:WORKERS"),
+                       ("tables:all:2:", "PARTS:MODELS:WORKERS"), ("tables:all:2:x", "PARTS:MODELS:WORKERS"),
                        ("figures:all:2", "part 'figures' is unknown")):
         with pytest.raises(AbsaError, match=match):
             GridSpec.parse(bad)
@@ -46,7 +50,7 @@ def test_grid_specs_are_parsed_and_bad_ones_named():
 def test_two_grids_that_share_a_run_are_refused_before_anything_starts(tmp_path):
     params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
     specs = [GridSpec.parse("tables:qacg-bert:1"), GridSpec.parse("tables+ablations:qacg-bert,cg-bert:1")]
-    with pytest.raises(AbsaError, match="share the run semeval QACG-BERT"):
+    with pytest.raises(AbsaError, match="would both train the run semeval QACG-BERT"):
         start(tmp_path, params, specs, reference=None, log=lambda *_: None)
     assert grids(tmp_path) == []
     with pytest.raises(AbsaError, match="--model 'cg-bret' is not a model"):

@@ -100,6 +100,18 @@ def test_grid_model_filter_keeps_only_those_models_cells(capsys):
     assert "--model 'cg-bret' is not a model" in capsys.readouterr().err
 
 
+def test_grid_seed_filter_keeps_only_those_seeds_cells(tmp_path, capsys):
+    profile = tmp_path / "two_seeds.yaml"
+    profile.write_text(yaml.safe_dump({**load_profile("smoke"), "seeds": [42, 43], "ablation_seeds": [42]}))
+    base = ["grid", "--profile", str(profile), "--part", "tables", "--model", "bert-single"]
+    assert main([*base, "--count"]) == 0 and capsys.readouterr().out.strip() == "4"        # 2 datasets x 2 seeds
+    assert main([*base, "--seed", "43", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and all("--seed 43" in line for line in lines)
+    assert main([*base, "--seed", "44", "--count"]) == 2
+    assert "--model bert-single and --seed 44: profile 'smoke' in --part tables has no cell" in capsys.readouterr().err
+
+
 def test_a_listing_cut_short_by_its_reader_ends_quietly(monkeypatch, capsys):
     """`absa grid --list | head -n 1`: once the reader has left, no "Broken pipe" error line."""
     from absa_lib.commands import grid as grid_command

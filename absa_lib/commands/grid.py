@@ -5,6 +5,7 @@
     absa grid --profile gpu --list            # one `absa train` command per cell
     absa grid --profile gpu --cell 7          # only cell 7 (e.g. $SLURM_ARRAY_TASK_ID)
     absa grid --profile gpu --model cg-bert qacg-bert    # only these models' cells
+    absa grid --profile gpu --model bert-single --seed 42    # and only this seed's
     absa grid --profile cpu --export results/reference   # copy finished runs' records (no weights)
 
 Finished runs are skipped, interrupted ones resume. The summary goes to
@@ -32,8 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--count", action="store_true", help="print the number of cells and exit")
     p.add_argument("--model", nargs="+", default=None, metavar="MODEL",
                    help="only the cells of these models (default: all; e.g. leave out the slow bert-single)")
+    p.add_argument("--seed", nargs="+", type=int, default=None, metavar="SEED",
+                   help="only the cells of these seeds (default: the profile's seeds and ablation seeds)")
     p.add_argument("--cell", type=int, default=None,
-                   help="run only this cell (0-based, counted after --model; array jobs)")
+                   help="run only this cell (0-based, counted after --model and --seed; array jobs)")
     p.add_argument("--export", metavar="DIR", default=None,
                    help="train nothing: copy the records of the grid's finished runs to DIR/runs/ "
                         "(e.g. results/reference)")
@@ -58,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.errors import AbsaError
     from absa_lib.runner import (
         export_finished,
-        of_models,
         profile_cells,
+        select,
         run_cells,
         train_argv,
         write_summary,
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
         if value is not None and value < 1:
             raise AbsaError(f"{flag} must be a positive integer, got {value}")
-    cells = of_models(profile_cells(params, tuple(args.part)), args.model, f"profile {name!r} in --part {' '.join(args.part)}")
+    cells = select(profile_cells(params, tuple(args.part)), args.model, args.seed,
+                   f"profile {name!r} in --part {' '.join(args.part)}")
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
     if args.count:
         print(len(cells))
@@ -91,9 +95,10 @@ def run(args: argparse.Namespace) -> int:
         cells = [cells[args.cell]]
     t0 = time.time()
     rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
-    suffix = ("_" + "+".join(args.model) if args.model else "") + (f"_cell{args.cell}" if args.cell is not None else "")
+    suffix = (("_" + "+".join(args.model) if args.model else "") + ("_seed" + "+".join(map(str, args.seed)) if args.seed else "")
+              + (f"_cell{args.cell}" if args.cell is not None else ""))
     summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
-                            {"profile": name, "parts": args.part, "models": args.model or "all",
+                            {"profile": name, "parts": args.part, "models": args.model or "all", "seeds": args.seed or "all",
                              "device": str(default_device()),
                              "workers_per_gpu": args.workers})
     print(f"[grid] {summary['runs']} runs: {summary['trained']} trained, {summary['cached']} finished before, "
