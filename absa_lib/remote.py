@@ -308,7 +308,7 @@ def cell_status(work: Path) -> list[dict]:
     waiting, or failed (its grid ended without it; the run log's last lines)."""
     from absa_lib.config import run_path
 
-    params = read_json_yaml(Path(work) / "params.yaml")
+    params = started_params(work)
     rows = []
     for i, record in enumerate(grids(work)):
         running = is_running(record)
@@ -326,16 +326,22 @@ def cell_status(work: Path) -> list[dict]:
             else:
                 row.update(state="waiting" if running else "failed")
             if row["state"] == "failed":
-                log_file = Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log"
-                row["log_tail"] = log_file.read_text(errors="replace").splitlines()[-20:] if log_file.is_file() else []
+                row["log_tail"] = _tail(Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log")
             rows.append(row)
     return rows
 
 
-def read_json_yaml(path: Path) -> dict:
+def _tail(log_file: Path, lines: int = 20) -> list[str]:
+    """The last lines of a log (what a failed run or grid said), or none."""
+    return Path(log_file).read_text(errors="replace").splitlines()[-lines:] if Path(log_file).is_file() else []
+
+
+def started_params(work: Path) -> dict:
+    """The parameters ``start`` wrote into ``work``."""
     from absa_lib.profiles import read_profile_file
 
-    if not Path(path).is_file():
+    path = Path(work) / "params.yaml"
+    if not path.is_file():
         raise AbsaError(f"{path}: no grid was started in this work folder (run `absa remote start` first; "
                         "on a fresh machine the folder is empty)")
     return read_profile_file(path)
@@ -383,7 +389,7 @@ def analyse(work: Path, seed: int | None, timeout: float, log=print) -> dict[str
     | why not}``."""
     from absa_lib.paths import repo_root
 
-    params = read_json_yaml(Path(work) / "params.yaml")
+    params = started_params(work)
     seed = params["seeds"][0] if seed is None else seed
     params.update(seeds=[seed], datasets=["sentihood"])
     params_file = Path(work) / "analysis_params.yaml"
@@ -421,7 +427,7 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
     """Write ``bundle`` (tar.gz, atomically): the records of the runs that finished in ``work`` (not
     those copied from the reference), the analysis arrays computed from them, and ``status.json``."""
     work = Path(work)
-    runs_dir = Path(read_json_yaml(work / "params.yaml")["runs_dir"])
+    runs_dir = Path(started_params(work)["runs_dir"])
     seeded = set(read_json(runs_dir / "seeded.json")) if (runs_dir / "seeded.json").is_file() else set()
     files: dict[str, bytes] = {}
     trained = set()
@@ -442,8 +448,10 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
             files[f"analysis/{path.name}"] = path.read_bytes()      # arrays copied from the reference stay behind
             analysis.append(path.name)
     rows = cell_status(work)
-    status = {"progress": progress_line(rows), "cells": rows, "runs": sorted(trained), "analysis": analysis,
-              "written": time.strftime("%Y-%m-%d %H:%M:%S"), **(extra or {})}
+    processes = [{"grid": g["grid"], "pid": g.get("pid"), "running": is_running(g),
+                  "log_tail": _tail(work / "grids" / f"{i:02d}.log")} for i, g in enumerate(grids(work))]
+    status = {"progress": progress_line(rows), "cells": rows, "grids": processes, "runs": sorted(trained),
+              "analysis": analysis, "written": time.strftime("%Y-%m-%d %H:%M:%S"), **(extra or {})}
     files["status.json"] = (json.dumps(status, indent=2, sort_keys=True) + "\n").encode()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:

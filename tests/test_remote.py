@@ -99,6 +99,8 @@ def test_the_bundle_holds_the_finished_runs_records_and_the_status_of_every_cell
     assert not any("checkpoints" in name or name.endswith(".safetensors") for name in files)
     status = json.loads(files["status.json"])
     assert {r["state"] for r in status["cells"]} == {"done"} and len(status["cells"]) == 3
+    assert [g["running"] for g in status["grids"]] == [False, False]
+    assert any("[grid] 2 runs: 2 trained" in line for line in status["grids"][1]["log_tail"])
     assert [r["state"] for r in cell_status(node["work"])] == ["done"] * 3
 
 
