@@ -33,9 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--profile", default="gpu", help="a profile name (params/<name>.yaml) or a YAML file (default: gpu)")
     s.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="change a profile parameter, as run_all.sh does (e.g. -p seeds '[44]')")
-    s.add_argument("--grid", action="append", required=True, metavar="PARTS:MODELS:WORKERS",
-                   help="one detached grid: parts joined by +, models by commas or 'all', its concurrent runs "
-                        "(e.g. tables+ablations:cg-bert,qacg-bert:12); repeat for several")
+    s.add_argument("--grid", action="append", required=True, metavar="PARTS:MODELS:WORKERS[:SEEDS]",
+                   help="one detached grid: parts joined by +, models by commas or 'all', its concurrent runs, "
+                        "optionally seeds by commas (e.g. tables+ablations:cg-bert,qacg-bert:12, "
+                        "tables:bert-single:2:42); repeat for several")
     s.add_argument("--reference", default="results/reference",
                    help="its finished runs are copied into the runs folder and not trained again ('' for none)")
     s.add_argument("--dry-run", action="store_true",
