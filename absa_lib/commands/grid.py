@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.runner import (
         export_finished,
         profile_cells,
-        select,
         run_cells,
+        select,
         train_argv,
         write_summary,
     )
