@@ -408,7 +408,7 @@ def analyse(work: Path, seed: int | None, timeout: float, log=print) -> dict[str
             outcome[name] = "not run: no time left"
             continue
         argv = [sys.executable, "-m", "absa_lib.notebook_script", str(root / "notebooks" / f"{name}.py"), str(params_file)]
-        env = {**os.environ, "ABSA_CACHE_ONLY": "1", "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
+        env = {**os.environ, "ABSA_CACHE_ONLY": "1", "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
         try:
             with open(log_file, "wb") as fh:
@@ -442,10 +442,12 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
 
     analysis = []
     for path in sorted((work / "results" / "analysis").glob("*.json")):
-        record = _read_or_none(path)
-        if isinstance(record, dict) and isinstance(record.get("meta"), dict) and \
-                set(source_runs(record["meta"])) <= trained and source_runs(record["meta"]):
-            files[f"analysis/{path.name}"] = path.read_bytes()      # arrays copied from the reference stay behind
+        try:
+            named = set(source_runs(_read_or_none(path), path))
+        except AbsaError:
+            continue                                   # half-written or not arrays: not brought back
+        if named and named <= trained:                 # arrays copied from the reference stay behind
+            files[f"analysis/{path.name}"] = path.read_bytes()
             analysis.append(path.name)
     rows = cell_status(work)
     processes = [{"grid": g["grid"], "pid": g.get("pid"), "running": is_running(g),
@@ -530,24 +532,20 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
         # the arrays must come from runs the reference holds once the new runs are in
         known = {r.run_id for r in new} | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json")
                                             if marked_complete(m)}
-        arrays = sorted(n for n in files if n.startswith("analysis/"))
-        for name in arrays:
+        metas = {}                                     # analysis file -> its meta
+        for name in sorted(n for n in files if n.startswith("analysis/")):
             try:
                 record = json.loads(files[name])
             except ValueError:
                 raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
-            if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
-                raise AbsaError(f"{bundle}: {name} is not {{data, meta}} analysis arrays; refusing the bundle")
-            unknown = [r for r in source_runs(record["meta"]) if r not in known] or (
-                [] if source_runs(record["meta"]) else ["(none named)"])
+            named = source_runs(record, Path(bundle) / name)
+            unknown = [r for r in named if r not in known] if named else ["(none named)"]
             if unknown:
                 raise AbsaError(f"{bundle}: {name} was computed from run {unknown[0]}, which neither the bundle nor "
                                 f"{reference / 'runs'} holds; refusing the bundle")
-        replaced = {}
-        for name in arrays:
-            old = reference / name
-            if old.is_file():
-                replaced[name] = _read_or_none(old)
+            metas[name] = record["meta"]
+        arrays = list(metas)
+        replaced = {name: (_read_or_none(reference / name) or {}).get("meta") or {} for name in arrays}
         if not dry_run:
             for run in new:
                 rel = Path(run.path).relative_to(staged)
@@ -559,9 +557,8 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
     for run in new:
         log(f"[import] {verb} {describe(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
     for name in arrays:
-        before = (replaced.get(name) or {}).get("meta") or {}
-        after = json.loads(files[name])["meta"]
-        log(f"[import] {verb} {name}: {_meta_text(after)}" + (f", replacing {_meta_text(before)}" if before else ""))
+        before = replaced[name]
+        log(f"[import] {verb} {name}: {_meta_text(metas[name])}" + (f", replacing {_meta_text(before)}" if before else ""))
     log(f"[import] {len(new)} new runs, {len(same)} already in {reference}, {len(arrays)} analysis files")
     return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
 

@@ -161,21 +161,22 @@ def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: 
     return record["data"], target
 
 
-def source_runs(meta: dict) -> list[str]:
-    """The run ids an analysis file's ``meta`` names: ``{"run_id": ...}`` for one run, ``{label:
-    run_id}`` for several."""
+def source_runs(record, source: Path) -> list[str]:
+    """The run ids an analysis file names in its ``meta`` (``{"run_id": ...}`` for one run, ``{label:
+    run_id}`` for several), after checking that ``record`` is ``{data, meta}`` as compute_or_load
+    writes it (``source`` names the file in the error)."""
+    if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
+        raise AbsaError(f"{source}: expected a JSON object with 'data' and a 'meta' object, as compute_or_load "
+                        "writes it; restore the file from git or recompute it with a training profile")
+    meta = record["meta"]
     return [meta["run_id"]] if "run_id" in meta else [v for v in meta.values() if isinstance(v, str)]
 
 
 def check_sources(record, source: Path, reference: Path) -> None:
-    """Arrays read from the reference must come from runs the reference still holds: ``meta`` names
-    them (``{"run_id": ...}`` for one run, ``{label: run_id}`` for several). Arrays whose run was
-    retrained under another identity or removed are stale; rendering them would pair a figure with
-    a model the tables no longer report."""
-    if not isinstance(record, dict) or "data" not in record or not isinstance(record.get("meta"), dict):
-        raise AbsaError(f"{source}: expected a JSON object with 'data' and a 'meta' object, as compute_or_load "
-                        "writes it; restore the file from git or recompute it with a training profile")
-    for run_id in source_runs(record["meta"]):
+    """Arrays read from the reference must come from runs the reference still holds (:func:`source_runs`).
+    Arrays whose run was retrained under another identity or removed are stale; rendering them would
+    pair a figure with a model the tables no longer report."""
+    for run_id in source_runs(record, source):
         if not any(marked_complete(m) for m in Path(reference).glob(f"runs/*/*/{run_id}/metrics.json")):
             raise AbsaError(f"{source}: computed from run {run_id}, which {Path(reference) / 'runs'} does not hold "
                             "(complete); the arrays are stale: recompute them with a training profile "

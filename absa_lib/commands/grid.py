@@ -45,15 +45,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _params(profile: str) -> tuple[str, dict]:
     """(name, values) of a profile given by name or as a YAML file (e.g. run_all.sh's merged one)."""
-    from pathlib import Path
+    from absa_lib.profiles import profile_path, read_profile_file
 
-    from absa_lib.profiles import load_profile, read_profile_file
-
-    path = Path(profile)
-    if path.suffix in (".yaml", ".yml"):
-        params = read_profile_file(path)
-        return str(params.get("profile") or path.stem), params
-    return profile, load_profile(profile)
+    path = profile_path(profile)
+    params = read_profile_file(path)
+    return str(params.get("profile") or path.stem), params
 
 
 def run(args: argparse.Namespace) -> int:
