@@ -1,8 +1,9 @@
 """The compiled training step (``compile``): its identity, its padding, and bert-single's routing
 (dense on mixed batches, by parts on per-context batches).
 
-Compiling itself is slow on a CPU (a minute for the tiny model), so these tests check what the
-compiled step relies on, not a compiled run; the GPU speed is in the README's measured table.
+Compiling with inductor is slow on a CPU (a minute for the tiny model), so these tests check what the
+compiled step relies on, not a compiled run; one traces bert-single's parts with dynamo's ``eager``
+backend (seconds) to count the graphs. The GPU speed is in the README's measured table.
 """
 
 from __future__ import annotations
@@ -163,3 +164,39 @@ def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
     with pytest.raises(AbsaError, match=r"^compile='default': torch.compile failed \(backend='inductor' raised: "
                                         r"no C\+\+ compiler\); train with compile none"):
         training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
+
+
+def test_the_compiled_parts_share_one_set_of_graphs_among_all_classifiers(monkeypatch):
+    """Traced for real by dynamo (its ``eager`` backend: no C++ compiler, the same guards and graphs
+    as inductor): per-context batches of 8 classifiers, two lengths and a short last batch each,
+    compile three graphs in all, not three per classifier, and give the eager loss and gradients.
+    A guard on the module's identity would recompile per classifier and, past dynamo's recompile
+    limit of 8, silently fall back to eager on the GPU."""
+    from functools import partial
+
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
+    step = DV.compiled(model, "default", parts=True)
+    g = torch.Generator().manual_seed(1)
+    for c in range(8):
+        for length, size in ((16, 6), (16, 3 + c % 2), (32, 6)):
+            ids = torch.randint(5, 100, (size, length), generator=g)
+            batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids),
+                     "context_ids": torch.full((size,), c), "labels": torch.randint(0, 3, (size,), generator=g)}
+            grads = []
+            for run in (step, model):
+                model.zero_grad(set_to_none=True)
+                loss = run(**batch).loss
+                loss.backward()
+                grads.append((loss.detach(), [p.grad for p in model.models[c].parameters()]))
+            torch.testing.assert_close(grads[0][0], grads[1][0])
+            for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1]):
+                torch.testing.assert_close(compiled_grad, eager_grad, atol=1e-6, rtol=1e-5)
+    assert counters["stats"]["unique_graphs"] == 3            # batch size, then length, made dynamic
+    assert counters["frames"]["total"] == counters["frames"]["ok"] == 3
+    torch._dynamo.reset()
