@@ -48,9 +48,12 @@ if [ -z "$PROFILE" ]; then
   elif [ -n "$(find "$ROOT/results/reference/runs" -name metrics.json -print -quit 2>/dev/null)" ]; then
     PROFILE=render; why="no CUDA GPU was found, and results/reference/ holds trained runs"
     "$PY" -c "
+from absa_lib.device import cpu_has_native_bf16
 from absa_lib.runner import cost_summary
+cost = ('its 35 runs took 1 h 26 min on 2 CPU cores with native bf16, as this one has; docs/results.md, Checks'
+        if cpu_has_native_bf16() else '2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed')
 print('[run_all] the reference: ' + cost_summary('$ROOT/results/reference/runs') + '. To retrain seed 42 here: '
-      'bash run_all.sh cpu (2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed), or gpu with CUDA '
+      f'bash run_all.sh cpu ({cost}), or gpu with CUDA '
       '(10 of its 12 table runs took 14 min on one H100; docs/results.md, GPU cost)')" >&2
   else
     PROFILE=cpu; why="no CUDA GPU was found and results/reference/ has no runs"

@@ -431,6 +431,7 @@ def test_info_prints_the_parameter_count(name, capsys):
 @pytest.mark.usefixtures("real_data_dir")
 def test_bench_accepts_the_new_models(capsys):
     assert main(["bench", "--model", *OTHER, "--backbone", "tiny", "--steps", "1", "--warmup", "0",
-                 "--batch-size", "4", "--max-length", "32", "--no-inference", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["results"]
-    assert [r["model"] for r in rows] == list(OTHER) and all(r["train"]["examples_per_s"] > 0 for r in rows)
+                 "--batch-size", "4", "--max-length", "32", "--no-inference", "--json", "--precision", "fp32"]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]      # fp32 random batches: one setting
+    assert [(r["model"], r["setting"]) for r in rows] == [(m, "fp32 random") for m in OTHER]
+    assert all(r["train"]["examples_per_s"] > 0 for r in rows)

@@ -32,13 +32,33 @@ def test_every_record_is_complete_and_its_config_hashes_to_its_run_id(path):
 
 
 def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
+    """As a CPU without native bf16 computes the cells (precision 'auto' = fp32 there), where those
+    records were trained. On a CPU with it, or a CUDA machine, 'auto' is bf16: other cells, other ids
+    (the test after this one), so the machine running the tests must not decide what is checked."""
     params = load_profile("cpu")
+    assert params["train_options"]["precision"] == "auto"
     params.update(seeds=CPU_SEEDS, ablation_seeds=CPU_SEEDS)
+    params["train_options"] = {**params["train_options"], "precision": "fp32"}
     cells = profile_cells(params)
     paths = [run_path(c.config, REFERENCE / "runs") for c in cells]
     missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({path.name})"
                for c, path in zip(cells, paths) if not (path / "metrics.json").is_file()]
     assert not missing, f"{len(missing)} of {len(cells)} cells lack a record: {missing[:3]}"
+
+
+def test_the_bf16_check_holds_seed_42_of_every_cell_of_the_cpu_profile_as_a_native_bf16_cpu_computes_it():
+    """`checks/cpu_profile_bf16/` is the cpu profile trained on a CPU with native bf16 ('auto' = bf16):
+    each record must be one of the profile's seed-42 cells with precision bf16, and no cell missing,
+    so that docs/results.md's bf16-against-fp32 comparison covers the whole profile."""
+    params = load_profile("cpu")
+    params.update(seeds=[42], ablation_seeds=[42])
+    params["train_options"] = {**params["train_options"], "precision": "bf16"}
+    expected = {run_path(c.config, REFERENCE).name: f"{c.part} {c.config.dataset} {c.label}"
+                for c in profile_cells(params)}
+    held = {p.name for p in (REFERENCE / "checks" / "cpu_profile_bf16").iterdir() if p.is_dir()}
+    assert len(expected) == 35
+    assert held - set(expected) == set(), "records that are no bf16 seed-42 cell of the cpu profile"
+    assert not set(expected) - held, [expected[i] for i in sorted(set(expected) - held)][:3]
 
 
 def test_every_gpu_record_is_a_cell_of_the_gpu_profile_as_a_cuda_node_computes_it(monkeypatch):

@@ -1,0 +1,102 @@
+"""How far one configuration field moves the test metrics, beside how far a change of seed does.
+
+    python scripts/paired_runs.py precision results/reference/checks/cpu_profile_bf16 results/reference/runs
+    python scripts/paired_runs.py group_by_length results/reference/checks/group_by_length results/reference/runs
+
+For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
+the same but for FIELD, and for the pair's scale, the BASE run that differs from the pair only in
+the seed (the next seed up that BASE holds). It prints, per run, the test metrics at the dev-best
+epoch (in %, as the tables show them) of the pair and of NEW, and the two differences; then, per
+dataset and metric, the median and the largest |difference| made by FIELD and by the seed.
+
+A NEW run without a pair is listed as such, never dropped silently. Numbers, not timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from absa_lib.config import NEUTRAL_DEFAULTS
+from absa_lib.errors import AbsaError
+from absa_lib.paper_numbers import METRICS
+from absa_lib.runs import find_runs
+from absa_lib.tables import aggregate_metrics
+
+NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
+
+
+def key(config: dict, *leave_out: str) -> str:
+    """The configuration without ``leave_out`` (and bookkeeping), as a comparable string; a field an
+    older record lacks takes its neutral default, as in the run's identity."""
+    full = {**NEUTRAL_DEFAULTS, **config}
+    return json.dumps({k: v for k, v in full.items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
+
+
+def scores(run) -> dict[str, float]:
+    """The run's test metrics at its dev-best epoch, in %, keyed as the tables are."""
+    dataset = run.config["dataset"]
+    return {k: mean for k, (mean, _) in aggregate_metrics(dataset, [run.selected("dev_best")["test"]]).items()}
+
+
+def label(config: dict) -> str:
+    aux = f" {config['aux']}" if config.get("aux") not in (None, "none", "single") else ""
+    overrides = "".join(f" {k}={v}" for k, v in sorted((config.get("model_overrides") or {}).items()))
+    objective = f" {config['objective']}" if config.get("objective", "single") != "single" else ""
+    return f"{config['dataset']} {config['model']}{aux}{overrides}{objective} ({config['preset']}) seed {config['seed']}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("field", help="the configuration field the pairs differ in, e.g. precision")
+    ap.add_argument("new", help="a folder of runs (searched recursively)")
+    ap.add_argument("base", help="a folder of runs holding their pairs and the pairs' other seeds")
+    args = ap.parse_args(argv)
+    try:
+        new, base = find_runs(args.new), find_runs(args.base)
+    except AbsaError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not new:
+        print(f"error: {args.new}: no finished runs", file=sys.stderr)
+        return 2
+    by_key = {}
+    for run in base:
+        by_key.setdefault(key(run.config, args.field), []).append(run)
+    deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
+    for run in sorted(new, key=lambda r: label(r.config)):
+        dataset, name = run.config["dataset"], label(run.config)
+        field = {**NEUTRAL_DEFAULTS, **run.config}.get(args.field)
+        pair = [r for r in by_key.get(key(run.config, args.field), [])
+                if {**NEUTRAL_DEFAULTS, **r.config}.get(args.field) != field]
+        if not pair:
+            print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
+            continue
+        pair = pair[0]
+        others = sorted((r for r in base if key(r.config, "seed") == key(pair.config, "seed")
+                         and r.config["seed"] > pair.config["seed"]), key=lambda r: r.config["seed"])
+        a, b = scores(pair), scores(run)
+        c = scores(others[0]) if others else {}
+        print(f"{name}: {args.field} {({**NEUTRAL_DEFAULTS, **pair.config}).get(args.field)} -> {field}"
+              + (f"; scale: seed {others[0].config['seed']}" if others else "; no other seed under BASE"))
+        for metric, title, _ in METRICS[dataset]:
+            d_field = b[metric] - a[metric]
+            d_seed = c[metric] - a[metric] if c else float("nan")
+            print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {d_seed:+5.1f}")
+            slot = deltas.setdefault(dataset, {}).setdefault(title, {"field": [], "seed": []})
+            slot["field"].append(abs(d_field))
+            if c:
+                slot["seed"].append(abs(d_seed))
+    for dataset, metrics in deltas.items():
+        print(f"\n{dataset}: |difference| in points, median (largest) over {len(next(iter(metrics.values()))['field'])} pairs")
+        print(f"    {'metric':<22} {args.field:>16} {'seed':>16}")
+        for title, d in metrics.items():
+            cells = [f"{statistics.median(v):.1f} ({max(v):.1f})" if v else "–" for v in (d["field"], d["seed"])]
+            print(f"    {title:<22} {cells[0]:>16} {cells[1]:>16}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
