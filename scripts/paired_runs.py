@@ -15,11 +15,12 @@ A NEW run without a pair is listed as such, never dropped silently. Numbers, not
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 
-from absa_lib.config import NEUTRAL_DEFAULTS
+from absa_lib.config import NEUTRAL_DEFAULTS, TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import METRICS
 from absa_lib.runs import find_runs
@@ -28,11 +29,15 @@ from absa_lib.tables import aggregate_metrics
 NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
 
 
+def full(config: dict) -> dict:
+    """The recorded configuration, a field an older record lacks at its neutral default (as in the
+    run's identity)."""
+    return {**NEUTRAL_DEFAULTS, **config}
+
+
 def key(config: dict, *leave_out: str) -> str:
-    """The configuration without ``leave_out`` (and bookkeeping), as a comparable string; a field an
-    older record lacks takes its neutral default, as in the run's identity."""
-    full = {**NEUTRAL_DEFAULTS, **config}
-    return json.dumps({k: v for k, v in full.items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
+    """The configuration without ``leave_out`` (and bookkeeping), as a comparable string."""
+    return json.dumps({k: v for k, v in full(config).items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
 
 
 def scores(run) -> dict[str, float]:
@@ -59,27 +64,36 @@ def main(argv: list[str] | None = None) -> int:
     except AbsaError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if not new:
-        print(f"error: {args.new}: no finished runs", file=sys.stderr)
+    for folder, runs in ((args.new, new), (args.base, base)):
+        if not runs:
+            print(f"error: {folder}: no finished runs (expected a folder holding run records)", file=sys.stderr)
+            return 2
+    fields = [f.name for f in dataclasses.fields(TrainConfig)]
+    if args.field not in fields or args.field == "seed":
+        print(f"error: field {args.field!r}: expected a training configuration field other than seed, one of "
+              f"{', '.join(f for f in fields if f != 'seed')}", file=sys.stderr)
         return 2
-    by_key = {}
+    by_key, by_seedless = {}, {}
     for run in base:
         by_key.setdefault(key(run.config, args.field), []).append(run)
+        by_seedless.setdefault(key(run.config, "seed"), []).append(run)
     deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
     for run in sorted(new, key=lambda r: label(r.config)):
         dataset, name = run.config["dataset"], label(run.config)
-        field = {**NEUTRAL_DEFAULTS, **run.config}.get(args.field)
-        pair = [r for r in by_key.get(key(run.config, args.field), [])
-                if {**NEUTRAL_DEFAULTS, **r.config}.get(args.field) != field]
+        if dataset not in METRICS:
+            print(f"{name}: skipped (dataset {dataset!r} has no table metrics; expected one of {', '.join(METRICS)})")
+            continue
+        field = full(run.config).get(args.field)
+        pair = [r for r in by_key.get(key(run.config, args.field), []) if full(r.config).get(args.field) != field]
         if not pair:
             print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
             continue
         pair = pair[0]
-        others = sorted((r for r in base if key(r.config, "seed") == key(pair.config, "seed")
-                         and r.config["seed"] > pair.config["seed"]), key=lambda r: r.config["seed"])
+        others = sorted((r for r in by_seedless[key(pair.config, "seed")] if r.config["seed"] > pair.config["seed"]),
+                        key=lambda r: r.config["seed"])
         a, b = scores(pair), scores(run)
         c = scores(others[0]) if others else {}
-        print(f"{name}: {args.field} {({**NEUTRAL_DEFAULTS, **pair.config}).get(args.field)} -> {field}"
+        print(f"{name}: {args.field} {full(pair.config).get(args.field)} -> {field}"
               + (f"; scale: seed {others[0].config['seed']}" if others else "; no other seed under BASE"))
         for metric, title, _ in METRICS[dataset]:
             d_field = b[metric] - a[metric]

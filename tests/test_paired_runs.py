@@ -31,3 +31,7 @@ def test_a_run_without_a_pair_is_listed_and_an_empty_folder_refused(tmp_path, ca
     assert "seed 42: no pair under" in capsys.readouterr().out
     assert paired_runs.main(["precision", str(tmp_path), str(REFERENCE / "runs")]) == 2
     assert "no finished runs" in capsys.readouterr().err
+    assert paired_runs.main(["precision", str(REFERENCE / "runs"), str(tmp_path / "absent")]) == 2
+    assert "absent: no finished runs" in capsys.readouterr().err
+    assert paired_runs.main(["precison", str(REFERENCE / "checks" / "group_by_length"), str(REFERENCE / "runs")]) == 2
+    assert "field 'precison': expected a training configuration field" in capsys.readouterr().err
