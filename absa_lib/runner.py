@@ -217,8 +217,8 @@ def recorded_cost(runs_dir: Path) -> dict:
             continue
         if not metrics.get("complete"):
             continue
-        device = env.get("gpu") or (f"{env.get('processor') or 'cpu'} ({env.get('cpu_count')} cores, "
-                                    f"{env.get('torch_threads')} threads)")
+        cpu = env.get("cpu_model") or env.get("processor") or "cpu"     # older records lack cpu_model
+        device = env.get("gpu") or f"{cpu} ({env.get('cpu_count')} cores, {env.get('torch_threads')} threads)"
         cost = devices.setdefault(device, {"runs": 0, "hours": 0.0})
         cost["runs"] += 1
         cost["hours"] += sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics["epochs"]) / 3600

@@ -7,7 +7,8 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
     metrics.json           per epoch: train loss, time, dev and test metrics; the selections
                            (dev_best = default protocol, test_best = the official code's, last);
                            "complete": true only once training has finished
-    env.json               Python, torch, transformers, device, OS, git commit and dirty flag
+    env.json               Python, torch, transformers, device (GPU name; CPU model and whether it has
+                           native bf16), OS, git commit and dirty flag
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
     curve.png              the training curve (absa_lib.plots.training_curves)
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
@@ -49,6 +50,20 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name ("AMD EPYC 9R14 96-Core Processor"), from /proc/cpuinfo on Linux; None
+    where that file is absent or names none. ``platform.processor()`` says only "x86_64"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
 def collect_env() -> dict:
     """Versions and hardware next to every result (docs/paper_notes.md §4.3: runs are not bit-reproducible
     across devices, so the device is part of the record)."""
@@ -57,6 +72,7 @@ def collect_env() -> dict:
     import transformers
 
     from absa_lib import __version__
+    from absa_lib.device import cpu_has_native_bf16
 
     cuda = torch.cuda.is_available()
     commit = _git("rev-parse", "HEAD")
@@ -65,6 +81,8 @@ def collect_env() -> dict:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_native_bf16": cpu_has_native_bf16(),   # what precision "auto" resolves to on this CPU
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

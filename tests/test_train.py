@@ -48,6 +48,8 @@ def test_run_writes_every_record(first_run):
     assert cfg["run_id"] == p.name and cfg["n_train_examples"] == 48 and cfg["n_dev_examples"] == 40
     env = json.loads((p / "env.json").read_text())
     assert env["device"] == "cpu" and env["torch"]
+    from absa_lib.device import cpu_has_native_bf16   # what "auto" meant here, and which CPU it was
+    assert env["cpu_native_bf16"] is cpu_has_native_bf16() and env["cpu_model"] == runs.cpu_model()
 
 
 def test_repeat_is_a_cache_hit(first_run):
