@@ -50,7 +50,8 @@ if [ -z "$PROFILE" ]; then
     "$PY" -c "
 from absa_lib.device import cpu_has_native_bf16
 from absa_lib.runner import cost_summary
-cost = ('its 35 runs took 1 h 26 min on 2 CPU cores with native bf16, as this one has; docs/results.md, Checks'
+cost = ('1 h 23 min, its 35 runs and the notebooks, on 2 CPU cores with native bf16, as this one has; '
+        'docs/results.md, CPU cost and speed'
         if cpu_has_native_bf16() else '2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed')
 print('[run_all] the reference: ' + cost_summary('$ROOT/results/reference/runs') + '. To retrain seed 42 here: '
       f'bash run_all.sh cpu ({cost}), or gpu with CUDA '

@@ -79,3 +79,19 @@ def test_every_gpu_record_is_a_cell_of_the_gpu_profile_as_a_cuda_node_computes_i
     strays = [f"{r.config['dataset']} {r.config['model']} seed {r.config['seed']} ({r.run_id})" for r in gpu
               if r.run_id not in ids]
     assert not strays, f"{len(strays)} GPU records are no cell of the gpu profile: {strays[:3]}"
+
+
+@pytest.mark.parametrize("check", ["fp32_other_cpu", "fp32_other_cpu_isa_avx2"])
+def test_the_other_cpu_checks_retrain_committed_fp32_cells(check):
+    """`checks/fp32_other_cpu*/` retrain committed fp32 records on a CPU of another generation: each
+    must be the same configuration as a record under runs/ (same run id, so nothing but the machine
+    differs), and the single-thread BERT-pair run that docs/results.md calls reproduced must equal its
+    record in every dev and test metric."""
+    for path in sorted(p for p in (REFERENCE / "checks" / check).iterdir() if p.is_dir()):
+        run = load_run(path)
+        twin = load_run(REFERENCE / "runs" / run.config["dataset"] / run.config["model"] / run.run_id)
+        assert {k: run.config.get(k) for k in twin.config} == twin.config   # newer records add neutral fields
+        assert run.config["precision"] == "fp32" and run.env["torch_threads"] == 1
+        if run.config["model"] == "bert-pair":
+            assert [(e["dev"], e["test"]) for e in run.metrics["epochs"]] == \
+                   [(e["dev"], e["test"]) for e in twin.metrics["epochs"]]
