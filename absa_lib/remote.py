@@ -109,6 +109,23 @@ def gpu_fingerprints(reference: Path) -> set[str]:
     return found
 
 
+def backbone_note(params: dict, reference: Path | None) -> str | None:
+    """A line for a plan made off the node: the MiniLM found here is not the carried copy that the
+    reference's GPU runs were trained on. The fingerprint is part of each run's identity, so such a
+    plan lists the committed GPU runs as still to train (and may call two grids overlapping)."""
+    import absa_lib.config as C
+
+    if reference is None or params.get("backbone") != "minilm":
+        return None
+    node = gpu_fingerprints(reference)
+    here = C.backbone_fingerprint("minilm")
+    if not node or here in node:
+        return None
+    return (f"[remote] note: the MiniLM here (fingerprint {here}) is not the carried copy of the reference's GPU "
+            f"runs ({', '.join(sorted(node))}), and it is part of each run's identity: to see the runs a node would "
+            "train, make the copy (`absa remote carry .carry`) and set ABSA_MINILM_DIR=.carry/minilm")
+
+
 # ----------------------------------------------------------------------------------------------
 # 2. the node: grids as detached processes
 

@@ -275,6 +275,29 @@ def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_
     assert not (tmp_path / "work").exists()
 
 
+def test_a_dry_run_off_the_node_says_when_its_minilm_is_not_the_carried_copy(tmp_path, capsys):
+    """Planned with another MiniLM copy, the committed GPU runs have other run ids: the plan must say
+    why it lists them, before the plan or before refusing two grids that would then overlap."""
+    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42]",
+            "-p", "train_options", "{compile: reduce-overhead, precision: bf16}", "--grid", "tables:cg-bert:4"]
+    import absa_lib.config as C
+
+    for fingerprint, noted in (("0123456789abcdef", True), ("587e9ebe000b7363", False)):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(C, "backbone_fingerprint", lambda backbone: fingerprint)
+            assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert ("fingerprint 0123456789abcdef) is not the carried copy of the reference's GPU runs "
+                "(587e9ebe000b7363)" in out) is noted
+        assert f"4 cells, {4 if noted else 0} to train" in out
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(C, "backbone_fingerprint", lambda backbone: "0123456789abcdef")
+        assert main(argv + ["--grid", "ablations:cg-bert:2"]) != 0
+    out, err = capsys.readouterr()
+    assert "ABSA_MINILM_DIR=.carry/minilm" in out and "would both train" in err
+    assert not (tmp_path / "work").exists()
+
+
 def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys):
     calls = []
     assert wait(node["work"], until=0, every=60, log=lambda *_: None, on_progress=lambda: calls.append(1))

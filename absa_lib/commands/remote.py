@@ -81,7 +81,7 @@ def _carry(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace) -> int:
     from absa_lib.device import default_device, resolve_precision
-    from absa_lib.remote import GridSpec, plan, plan_lines, start, work_params
+    from absa_lib.remote import GridSpec, backbone_note, plan, plan_lines, start, work_params
     from absa_lib.session import resolve_dir
 
     work = resolve_dir(args.work, create=not args.dry_run)
@@ -89,6 +89,9 @@ def _start(args: argparse.Namespace) -> int:
     reference = resolve_dir(args.reference, create=False) if args.reference else None
     specs = [GridSpec.parse(g) for g in args.grid]
     if args.dry_run:
+        note = backbone_note(params, reference)
+        if note:                                   # before the plan, which it explains (or its refusal)
+            print(note, flush=True)
         print("\n".join(plan_lines(plan(params, specs, reference), specs)))
         here = resolve_precision("auto", default_device())
         if "precision" not in (params.get("train_options") or {}) and here != "bf16":
