@@ -2,12 +2,18 @@
 
     python scripts/paired_runs.py precision results/reference/checks/cpu_profile_bf16 results/reference/runs
     python scripts/paired_runs.py group_by_length results/reference/checks/group_by_length results/reference/runs
+    python scripts/paired_runs.py machine results/reference/checks/fp32_other_cpu results/reference/runs
 
 For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
-the same but for FIELD, and for the pair's scale, the BASE run that differs from the pair only in
-the seed (the next seed up that BASE holds). It prints, per run, the test metrics at the dev-best
-epoch (in %, as the tables show them) of the pair and of NEW, and the two differences; then, per
-dataset and metric, the median and the largest |difference| made by FIELD and by the seed.
+the same but for FIELD, and for the pair's scale, the SCALE run (default: under BASE) with the
+pair's configuration and the one that differs from it only in the seed (the next seed up that SCALE
+holds). It prints, per run, the test metrics at the dev-best epoch (in %, as the tables show them)
+of the pair and of NEW, and the two differences; then, per dataset and metric, the median and the
+largest |difference| made by FIELD and by the seed.
+
+FIELD ``machine`` is no configuration field: the pair is the BASE record of the same configuration
+(the same run id) that NEW retrained elsewhere; each side is named by the GPU or CPU model its
+env.json records (records older than that field name only the device).
 
 A NEW run without a pair is listed as such, never dropped silently. Numbers, not timings.
 """
@@ -27,6 +33,7 @@ from absa_lib.runs import find_runs
 from absa_lib.tables import aggregate_metrics
 
 NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
+MACHINE = "machine"                                # the pseudo-field: same configuration, another machine
 
 
 def full(config: dict) -> dict:
@@ -53,29 +60,41 @@ def label(config: dict) -> str:
     return f"{config['dataset']} {config['model']}{aux}{overrides}{objective} ({config['preset']}) seed {config['seed']}"
 
 
+def machine(run) -> str:
+    """The machine a run was trained on, as its env.json names it."""
+    env = run.env
+    return env.get("gpu") or env.get("cpu_model") or f"{env.get('device', 'a')} (CPU model not recorded)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("field", help="the configuration field the pairs differ in, e.g. precision")
+    ap.add_argument("field", help="the configuration field the pairs differ in, e.g. precision, or machine")
     ap.add_argument("new", help="a folder of runs (searched recursively)")
-    ap.add_argument("base", help="a folder of runs holding their pairs and the pairs' other seeds")
+    ap.add_argument("base", help="a folder of runs holding their pairs (and, without SCALE, the pairs' other seeds)")
+    ap.add_argument("scale", nargs="?", help="a folder of runs holding the pairs' configuration at two seeds "
+                                             "(default: BASE)")
     args = ap.parse_args(argv)
+    args.scale = args.scale or args.base
     try:
-        new, base = find_runs(args.new), find_runs(args.base)
+        new, base, scale = find_runs(args.new), find_runs(args.base), find_runs(args.scale)
     except AbsaError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for folder, runs in ((args.new, new), (args.base, base)):
+    for folder, runs in ((args.new, new), (args.base, base), (args.scale, scale)):
         if not runs:
             print(f"error: {folder}: no finished runs (expected a folder holding run records)", file=sys.stderr)
             return 2
     fields = [f.name for f in dataclasses.fields(TrainConfig)]
-    if args.field not in fields or args.field == "seed":
+    if args.field not in (*fields, MACHINE) or args.field == "seed":
         print(f"error: field {args.field!r}: expected a training configuration field other than seed, one of "
-              f"{', '.join(f for f in fields if f != 'seed')}", file=sys.stderr)
+              f"{', '.join(f for f in fields if f != 'seed')}, or {MACHINE}", file=sys.stderr)
         return 2
+    leave_out = () if args.field == MACHINE else (args.field,)
+    value = machine if args.field == MACHINE else (lambda r: full(r.config).get(args.field))
     by_key, by_seedless = {}, {}
     for run in base:
-        by_key.setdefault(key(run.config, args.field), []).append(run)
+        by_key.setdefault(key(run.config, *leave_out), []).append(run)
+    for run in scale:
         by_seedless.setdefault(key(run.config, "seed"), []).append(run)
     deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
     for run in sorted(new, key=lambda r: label(r.config)):
@@ -83,21 +102,22 @@ def main(argv: list[str] | None = None) -> int:
         if dataset not in METRICS:
             print(f"{name}: skipped (dataset {dataset!r} has no table metrics; expected one of {', '.join(METRICS)})")
             continue
-        field = full(run.config).get(args.field)
-        pair = [r for r in by_key.get(key(run.config, args.field), []) if full(r.config).get(args.field) != field]
+        pair = [r for r in by_key.get(key(run.config, *leave_out), [])
+                if (r.path.resolve() != run.path.resolve() if args.field == MACHINE else value(r) != value(run))]
         if not pair:
             print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
             continue
         pair = pair[0]
-        others = sorted((r for r in by_seedless[key(pair.config, "seed")] if r.config["seed"] > pair.config["seed"]),
-                        key=lambda r: r.config["seed"])
+        seeds = sorted(by_seedless.get(key(pair.config, "seed"), []), key=lambda r: r.config["seed"])
+        anchor = [r for r in seeds if r.config["seed"] == pair.config["seed"]]
+        others = [r for r in seeds if r.config["seed"] > pair.config["seed"]]
         a, b = scores(pair), scores(run)
-        c = scores(others[0]) if others else {}
-        print(f"{name}: {args.field} {full(pair.config).get(args.field)} -> {field}"
-              + (f"; scale: seed {others[0].config['seed']}" if others else "; no other seed under BASE"))
+        c0, c = (scores(anchor[0]), scores(others[0])) if anchor and others else ({}, {})
+        print(f"{name}: {args.field} {value(pair)} -> {value(run)}"
+              + (f"; scale: seed {others[0].config['seed']}" if c else f"; no two seeds under {args.scale}"))
         for metric, title, _ in METRICS[dataset]:
             d_field = b[metric] - a[metric]
-            d_seed = c[metric] - a[metric] if c else float("nan")
+            d_seed = c[metric] - c0[metric] if c else float("nan")
             print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {d_seed:+5.1f}")
             slot = deltas.setdefault(dataset, {}).setdefault(title, {"field": [], "seed": []})
             slot["field"].append(abs(d_field))

@@ -35,3 +35,29 @@ def test_a_run_without_a_pair_is_listed_and_an_empty_folder_refused(tmp_path, ca
     assert "absent: no finished runs" in capsys.readouterr().err
     assert paired_runs.main(["precison", str(REFERENCE / "checks" / "group_by_length"), str(REFERENCE / "runs")]) == 2
     assert "field 'precison': expected a training configuration field" in capsys.readouterr().err
+
+
+def test_machine_pairs_a_retrained_record_with_its_committed_twin_and_never_with_itself(capsys):
+    # checks/fp32_other_cpu retrains committed cells (same run ids) on another CPU; docs/results.md
+    # quotes these differences
+    other_cpu = str(REFERENCE / "checks" / "fp32_other_cpu")
+    assert paired_runs.main(["machine", other_cpu, str(REFERENCE / "runs")]) == 0
+    out = capsys.readouterr().out
+    bert_pair = out.split("semeval bert-pair NLI-M (paper) seed 42: machine ")[1].split("\n")
+    assert bert_pair[0].endswith("; scale: seed 43")
+    assert re.fullmatch(r" +P +92\.3 -> +92\.3 +\( \+0\.0\) +seed: +-2\.3", bert_pair[1])
+    sentence_only = out.split("semeval qacg-bert (paper) seed 42: machine ")[1].split("\n")
+    assert re.fullmatch(r" +F1 +58\.3 -> +58\.9 +\( \+0\.6\) +seed: +\+7\.4", sentence_only[3])
+    assert paired_runs.main(["machine", other_cpu, other_cpu]) == 0      # a record is not its own twin
+    assert "no pair under" in capsys.readouterr().out
+
+
+def test_the_seed_scale_can_come_from_another_folder_than_the_pairs(capsys):
+    # the pair under BASE (this CPU's fp32 retraining), the seed scale from SCALE's seeds 42 and 43
+    assert paired_runs.main(["machine", str(REFERENCE / "checks" / "fp32_other_cpu_isa_avx2"),
+                             str(REFERENCE / "checks" / "fp32_other_cpu"), str(REFERENCE / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"F1 +58\.9 -> +56\.1 +\( -2\.8\) +seed: +\+7\.4\n", out)
+    assert paired_runs.main(["machine", str(REFERENCE / "checks" / "fp32_other_cpu_isa_avx2"),
+                             str(REFERENCE / "checks" / "fp32_other_cpu")]) == 0
+    assert "no two seeds under" in capsys.readouterr().out
