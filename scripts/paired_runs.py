@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         if dataset not in METRICS:
             print(f"{name}: skipped (dataset {dataset!r} has no table metrics; expected one of {', '.join(METRICS)})")
             continue
-        pair = [r for r in by_key.get(key(run.config, *leave_out), [])
-                if (r.path.resolve() != run.path.resolve() if args.field == MACHINE else value(r) != value(run))]
+        pair = [r for r in by_key.get(key(run.config, *leave_out), []) if r.path.resolve() != run.path.resolve()
+                and (args.field == MACHINE or value(r) != value(run))]           # never the run itself
         if not pair:
             print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
             continue
