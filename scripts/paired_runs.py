@@ -8,8 +8,9 @@ For every finished run under NEW it looks under BASE for its pair, the run whose
 the same but for FIELD, and for the pair's scale, the SCALE run (default: under BASE) with the
 pair's configuration and the one that differs from it only in the seed (the next seed up that SCALE
 holds). It prints, per run, the test metrics at the dev-best epoch (in %, as the tables show them)
-of the pair and of NEW, and the two differences; then, per dataset and metric, the median and the
-largest |difference| made by FIELD and by the seed.
+of the pair and of NEW, and the two differences, and their training losses at the last epoch (a
+relative difference of 1e-9 is a different summation order that did not reach the metrics); then,
+per dataset and metric, the median and the largest |difference| made by FIELD and by the seed.
 
 FIELD ``machine`` is no configuration field: the pair is the BASE record of the same configuration
 (the same run id) that NEW retrained elsewhere; each side is named by the GPU or CPU model its
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             slot["field"].append(abs(d_field))
             if c:
                 slot["seed"].append(abs(d_seed))
+        la, lb = (r.metrics["epochs"][-1].get("train_loss") for r in (pair, run))
+        if la is not None and lb is not None:          # last bits that need not reach the metrics
+            print(f"    {'training loss':<22} {la:.7f} -> {lb:.7f}  (relative {abs(lb - la) / max(abs(la), 1e-300):.1e})")
     for dataset, metrics in deltas.items():
         print(f"\n{dataset}: |difference| in points, median (largest) over {len(next(iter(metrics.values()))['field'])} pairs")
         print(f"    {'metric':<22} {args.field:>16} {'seed':>16}")

@@ -48,6 +48,10 @@ def test_machine_pairs_a_retrained_record_with_its_committed_twin_and_never_with
     assert re.fullmatch(r" +P +92\.3 -> +92\.3 +\( \+0\.0\) +seed: +-2\.3", bert_pair[1])
     sentence_only = out.split("semeval qacg-bert (paper) seed 42: machine ")[1].split("\n")
     assert re.fullmatch(r" +F1 +58\.3 -> +58\.9 +\( \+0\.6\) +seed: +\+7\.4", sentence_only[3])
+    # the training losses: every pair differs in the last bits; with the quasi-attention, far more
+    assert re.fullmatch(r" +training loss +0\.7372418 -> 0\.7460008 +\(relative 1\.2e-02\)", sentence_only[7])
+    quasi_off = out.split("sentihood qacg-bert NLI-M quasi=False (paper) seed 42: machine ")[1].split("\n")
+    assert re.fullmatch(r" +training loss +0\.3740332 -> 0\.3740332 +\(relative 5\.5e-09\)", quasi_off[6])
     assert paired_runs.main(["machine", other_cpu, other_cpu]) == 0      # a record is not its own twin
     assert "no pair under" in capsys.readouterr().out
 

@@ -1,0 +1,104 @@
+"""How far two sets of CPU kernels part at the first training step, model by model.
+
+    python scripts/kernel_drift.py save default.npz
+    ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \\
+        python scripts/kernel_drift.py save avx2.npz
+    python scripts/kernel_drift.py compare default.npz avx2.npz
+
+The committed fp32 records of some models reproduce exactly on another CPU and those of QACG-BERT
+do not (docs/results.md, "Does fp32 reproduce the committed records on another CPU?"). Is that
+because the quasi-attention computes something the kernels round differently, or because every
+model starts out a few ulps apart and QACG-BERT's training magnifies it? ``save`` builds each model
+of VARIANTS at initialisation (fp32, one thread, eval mode, so no dropout), and stores the logits,
+the loss and the gradient of every parameter for one batch of training examples. ``compare`` prints
+their relative differences ‖a − b‖ / ‖b‖ between two files: written in two processes with other
+kernels (the environment variables above are read when torch starts), or on two machines.
+
+Numbers, not timings: it reads the data from ``$ABSA_DATA_DIR`` (or ``--data-dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import torch
+
+from absa_lib import data
+from absa_lib.errors import AbsaError
+from absa_lib.features import encode_batch
+from absa_lib.models import build_model, load_tokenizer
+
+VARIANTS = {  # label: (model, aux, model overrides); paper preset
+    "BERT-pair (aux)": ("bert-pair", "NLI-M", {}),
+    "CG-BERT (sentence only)": ("cg-bert", "none", {}),
+    "QACG-BERT (sentence only)": ("qacg-bert", "none", {}),
+    "QACG-BERT (aux)": ("qacg-bert", "NLI-M", {}),
+    "QACG-BERT (aux), λ_A = 0": ("qacg-bert", "NLI-M", {"quasi": False}),
+}
+INPUTS = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
+
+
+def first_step(args) -> dict[str, np.ndarray]:
+    """Logits (B, C), loss () and the flattened gradient (P,) of each variant, keyed 'label|what'."""
+    torch.set_num_threads(1)
+    examples = data.load_examples(args.dataset, "train", args.data_dir)[::7][: args.examples]
+    tokenizer = load_tokenizer(args.backbone)
+    out = {}
+    for label, (model_name, aux, overrides) in VARIANTS.items():
+        batch, _ = encode_batch(examples, aux, tokenizer, args.max_length)
+        torch.manual_seed(args.seed)
+        model = build_model(model_name, backbone=args.backbone, num_labels=len(data.LABELS[args.dataset]),
+                            num_contexts=data.num_contexts(args.dataset), preset="paper", **overrides).eval()
+        logits = model(**{k: batch[k] for k in INPUTS if batch.get(k) is not None}).logits     # (B, C)
+        loss = torch.nn.functional.cross_entropy(logits, batch["labels"])
+        loss.backward()
+        grad = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])   # (P,)
+        out.update({f"{label}|logits": logits.detach().numpy(), f"{label}|loss": loss.detach().numpy(),
+                    f"{label}|grad": grad.numpy()})
+    return out
+
+
+def compare(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> list[str]:
+    """One line per variant: the relative difference of its logits, loss and gradient."""
+    if set(a) != set(b):
+        raise AbsaError(f"the two files hold other variants ({sorted(set(a) ^ set(b))[:2]}); "
+                        "save both with the same version of this script")
+    lines = [f"{'variant':<28} {'logits':>9} {'loss':>9} {'gradient':>9}"]
+    for label in dict.fromkeys(k.split("|")[0] for k in a):
+        rel = [float(np.linalg.norm(a[f"{label}|{w}"] - b[f"{label}|{w}"]) / np.linalg.norm(b[f"{label}|{w}"]))
+               for w in ("logits", "loss", "grad")]
+        lines.append(f"{label:<28} " + " ".join(f"{r:9.1e}" for r in rel))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    save = sub.add_parser("save", help="compute the first step of every variant and store it")
+    save.add_argument("out", help="an .npz file to write")
+    save.add_argument("--backbone", default="minilm")
+    save.add_argument("--dataset", default="semeval", choices=data.DATASETS)
+    save.add_argument("--examples", type=int, default=24, help="training examples (every 7th from the start)")
+    save.add_argument("--seed", type=int, default=42)
+    save.add_argument("--max-length", type=int, default=128)
+    save.add_argument("--data-dir", default=None)
+    cmp = sub.add_parser("compare", help="relative differences between two saved files")
+    cmp.add_argument("a")
+    cmp.add_argument("b")
+    args = ap.parse_args(argv)
+    try:
+        if args.mode == "save":
+            np.savez(args.out, **first_step(args))
+        else:
+            with np.load(args.a) as a, np.load(args.b) as b:
+                print("\n".join(compare(dict(a), dict(b))))
+    except (AbsaError, OSError, ValueError) as err:     # no data, unreadable file: one line
+        print(f"kernel_drift: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
