@@ -4,6 +4,7 @@
     ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \\
         python scripts/kernel_drift.py save avx2.npz
     python scripts/kernel_drift.py compare default.npz avx2.npz
+    python scripts/kernel_drift.py weights RUN_A/checkpoints/last RUN_B/checkpoints/last
 
 The committed fp32 records of some models reproduce exactly on another CPU and those of QACG-BERT
 do not (docs/results.md, "Does fp32 reproduce the committed records on another CPU?"). Is that
@@ -13,6 +14,9 @@ of VARIANTS at initialisation (fp32, one thread, eval mode, so no dropout), and 
 the loss and the gradient of every parameter for one batch of training examples. ``compare`` prints
 their relative differences ‖a − b‖ / ‖b‖ between two files: written in two processes with other
 kernels (the environment variables above are read when torch starts), or on two machines.
+``weights`` compares two trained checkpoints of one configuration (the same ``absa train`` command
+run under each set of kernels, into two ``--out`` folders): how far apart training has carried the
+two copies, overall and for the parameters furthest apart.
 
 Numbers, not timings: it reads the data from ``$ABSA_DATA_DIR`` (or ``--data-dir``).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -29,6 +34,7 @@ from absa_lib import data
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
+from absa_lib.models.backbones import read_weights
 
 VARIANTS = {  # label: (model, aux, model overrides); paper preset
     "BERT-pair (aux)": ("bert-pair", "NLI-M", {}),
@@ -73,6 +79,19 @@ def compare(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> list[str]:
     return lines
 
 
+def weights(a: Path, b: Path, top: int) -> list[str]:
+    """‖a − b‖ / ‖b‖ over all parameters, the median over tensors, and the ``top`` tensors furthest apart."""
+    wa, wb = read_weights(a), read_weights(b)
+    if wa.keys() != wb.keys() or any(wa[k].shape != wb[k].shape for k in wa):
+        raise AbsaError(f"{a} and {b} hold other parameters; compare two checkpoints of one configuration")
+    rel = {k: float((wa[k] - wb[k]).norm() / wb[k].norm().clamp_min(1e-30)) for k in wa}
+    total = float(sum(float((wa[k] - wb[k]).square().sum()) for k in wa) ** 0.5
+                  / sum(float(wb[k].square().sum()) for k in wa) ** 0.5)
+    lines = [f"all {len(wa)} tensors: {total:.1e}; median tensor {float(np.median(list(rel.values()))):.1e}"]
+    lines += [f"  {r:.1e}  {k}" for k, r in sorted(rel.items(), key=lambda kv: -kv[1])[:top]]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -87,10 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     cmp = sub.add_parser("compare", help="relative differences between two saved files")
     cmp.add_argument("a")
     cmp.add_argument("b")
+    wts = sub.add_parser("weights", help="how far apart two trained checkpoints of one configuration are")
+    wts.add_argument("a", type=Path, help="a checkpoint folder (with model.safetensors)")
+    wts.add_argument("b", type=Path)
+    wts.add_argument("--top", type=int, default=5, help="list the N tensors furthest apart")
     args = ap.parse_args(argv)
     try:
         if args.mode == "save":
             np.savez(args.out, **first_step(args))
+        elif args.mode == "weights":
+            print("\n".join(weights(args.a, args.b, args.top)))
         else:
             with np.load(args.a) as a, np.load(args.b) as b:
                 print("\n".join(compare(dict(a), dict(b))))

@@ -42,3 +42,23 @@ def test_the_same_kernels_give_the_same_step_and_a_perturbation_shows_in_its_var
     assert "hold other variants" in capsys.readouterr().err
     assert kernel_drift.main(["compare", str(tmp_path / "absent.npz"), str(tmp_path / "b.npz")]) == 2
     assert "absent.npz" in capsys.readouterr().err
+
+
+def test_weights_says_how_far_apart_two_checkpoints_are_overall_and_which_tensors_most(tmp_path, capsys):
+    import torch
+    from safetensors.torch import save_file
+
+    for name, y in (("a", [3.0, 4.0]), ("b", [3.0, 4.5])):
+        (tmp_path / name).mkdir()
+        save_file({"x": torch.ones(4), "y": torch.tensor(y)}, tmp_path / name / "model.safetensors")
+    assert kernel_drift.main(["weights", str(tmp_path / "a"), str(tmp_path / "b"), "--top", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # ‖Δ‖ = 0.5 over ‖b‖ = √(4 + 9 + 20.25); per tensor y: 0.5/√29.25, x: 0; median of the two
+    assert lines[0] == f"all 2 tensors: {0.5 / 33.25 ** 0.5:.1e}; median tensor {0.25 / 29.25 ** 0.5:.1e}"
+    assert lines[1:] == [f"  {0.5 / 29.25 ** 0.5:.1e}  y", "  0.0e+00  x"]
+
+    save_file({"x": torch.ones(4)}, tmp_path / "a" / "model.safetensors")
+    assert kernel_drift.main(["weights", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert "hold other parameters" in capsys.readouterr().err
+    assert kernel_drift.main(["weights", str(tmp_path / "a"), str(tmp_path)]) == 2
+    assert "no model.safetensors" in capsys.readouterr().err
