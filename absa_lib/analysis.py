@@ -32,7 +32,8 @@ from absa_lib.errors import AbsaError
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
 
 
-def _inputs(model, batch: dict) -> dict:
+def batch_inputs(model, batch: dict) -> dict:
+    """The model's inputs of a ``features.collate`` batch (labels and the rest left out), on its device."""
     device = next(model.parameters()).device
     return {k: batch[k].to(device) for k in _INPUTS if batch.get(k) is not None}
 
@@ -58,7 +59,7 @@ def extract_components(model, batch: dict) -> list[dict[str, torch.Tensor]]:
     was_training = model.training
     model.eval()
     try:
-        out = model(**_inputs(model, batch), output_components=True)
+        out = model(**batch_inputs(model, batch), output_components=True)
     finally:
         model.train(was_training)
     return [{k: v.detach().contiguous() for k, v in layer.items()} for layer in out.components]
@@ -78,7 +79,7 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
     """
     if not hasattr(model, "bert"):
         raise AbsaError(f"gradient sensitivity needs one AbsaModel (with .bert), not {type(model).__name__}")
-    inputs = _inputs(model, batch)
+    inputs = batch_inputs(model, batch)
     captured = {}
 
     def keep(module, args, output):                  # E: the embedding block's output (B, T, d)
@@ -126,7 +127,7 @@ def context_signal(model, batch: dict, num_contexts: int) -> dict[str, float]:
     missing = [k for k in ("context_ids", "labels") if batch.get(k) is None]
     if missing:
         raise AbsaError(f"context signal: the batch has no {missing[0]!r}; give a batch from features.collate")
-    inputs = _inputs(model, batch)
+    inputs = batch_inputs(model, batch)
     was_training = model.training
     model.eval()
     try:
@@ -180,7 +181,7 @@ def extract_attention(model, batch: dict) -> dict[str, torch.Tensor]:
     was_training = model.training
     model.eval()
     try:
-        out = model(**_inputs(model, batch))
+        out = model(**batch_inputs(model, batch))
     finally:
         model.train(was_training)
     if not out.attentions:

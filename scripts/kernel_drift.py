@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from absa_lib import data
+from absa_lib.analysis import batch_inputs
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
@@ -43,7 +44,6 @@ VARIANTS = {  # label: (model, aux, model overrides); paper preset
     "QACG-BERT (aux)": ("qacg-bert", "NLI-M", {}),
     "QACG-BERT (aux), λ_A = 0": ("qacg-bert", "NLI-M", {"quasi": False}),
 }
-INPUTS = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
 
 
 def first_step(args) -> dict[str, np.ndarray]:
@@ -57,7 +57,7 @@ def first_step(args) -> dict[str, np.ndarray]:
         torch.manual_seed(args.seed)
         model = build_model(model_name, backbone=args.backbone, num_labels=len(data.LABELS[args.dataset]),
                             num_contexts=data.num_contexts(args.dataset), preset="paper", **overrides).eval()
-        logits = model(**{k: batch[k] for k in INPUTS if batch.get(k) is not None}).logits     # (B, C)
+        logits = model(**batch_inputs(model, batch)).logits                                   # (B, C)
         loss = torch.nn.functional.cross_entropy(logits, batch["labels"])
         loss.backward()
         grad = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])   # (P,)
@@ -66,15 +66,32 @@ def first_step(args) -> dict[str, np.ndarray]:
     return out
 
 
+def load_saved(path: str) -> dict[str, np.ndarray]:
+    """The arrays ``save`` wrote, or one AbsaError naming the file."""
+    try:
+        loaded = np.load(path)
+    except (OSError, ValueError) as err:
+        raise AbsaError(f"{path}: cannot be read as saved arrays ({err}); expected a file written by "
+                        "kernel_drift.py save") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise AbsaError(f"{path}: not an .npz file of arrays; expected a file written by kernel_drift.py save")
+    with loaded:
+        return dict(loaded)
+
+
+def relative(x: np.ndarray, y: np.ndarray) -> float:
+    """‖x − y‖ / ‖y‖."""
+    return float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-300))
+
+
 def compare(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> list[str]:
     """One line per variant: the relative difference of its logits, loss and gradient."""
-    if set(a) != set(b):
+    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
         raise AbsaError(f"the two files hold other variants ({sorted(set(a) ^ set(b))[:2]}); "
                         "save both with the same version of this script")
     lines = [f"{'variant':<28} {'logits':>9} {'loss':>9} {'gradient':>9}"]
     for label in dict.fromkeys(k.split("|")[0] for k in a):
-        rel = [float(np.linalg.norm(a[f"{label}|{w}"] - b[f"{label}|{w}"]) / np.linalg.norm(b[f"{label}|{w}"]))
-               for w in ("logits", "loss", "grad")]
+        rel = [relative(a[f"{label}|{w}"], b[f"{label}|{w}"]) for w in ("logits", "loss", "grad")]
         lines.append(f"{label:<28} " + " ".join(f"{r:9.1e}" for r in rel))
     return lines
 
@@ -84,12 +101,20 @@ def weights(a: Path, b: Path, top: int) -> list[str]:
     wa, wb = read_weights(a), read_weights(b)
     if wa.keys() != wb.keys() or any(wa[k].shape != wb[k].shape for k in wa):
         raise AbsaError(f"{a} and {b} hold other parameters; compare two checkpoints of one configuration")
-    rel = {k: float((wa[k] - wb[k]).norm() / wb[k].norm().clamp_min(1e-30)) for k in wa}
-    total = float(sum(float((wa[k] - wb[k]).square().sum()) for k in wa) ** 0.5
-                  / sum(float(wb[k].square().sum()) for k in wa) ** 0.5)
+    apart = {k: float((wa[k] - wb[k]).square().sum()) for k in wa}             # ‖a − b‖² per tensor
+    size = {k: float(wb[k].square().sum()) for k in wa}                        # ‖b‖² per tensor
+    rel = {k: (apart[k] / max(size[k], 1e-300)) ** 0.5 for k in wa}
+    total = (sum(apart.values()) / max(sum(size.values()), 1e-300)) ** 0.5
     lines = [f"all {len(wa)} tensors: {total:.1e}; median tensor {float(np.median(list(rel.values()))):.1e}"]
     lines += [f"  {r:.1e}  {k}" for k, r in sorted(rel.items(), key=lambda kv: -kv[1])[:top]]
     return lines
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     save.add_argument("out", help="an .npz file to write")
     save.add_argument("--backbone", default="minilm")
     save.add_argument("--dataset", default="semeval", choices=data.DATASETS)
-    save.add_argument("--examples", type=int, default=24, help="training examples (every 7th from the start)")
+    save.add_argument("--examples", type=positive, default=24, help="training examples (every 7th from the start)")
     save.add_argument("--seed", type=int, default=42)
-    save.add_argument("--max-length", type=int, default=128)
+    save.add_argument("--max-length", type=positive, default=128)
     save.add_argument("--data-dir", default=None)
     cmp = sub.add_parser("compare", help="relative differences between two saved files")
     cmp.add_argument("a")
@@ -109,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     wts = sub.add_parser("weights", help="how far apart two trained checkpoints of one configuration are")
     wts.add_argument("a", type=Path, help="a checkpoint folder (with model.safetensors)")
     wts.add_argument("b", type=Path)
-    wts.add_argument("--top", type=int, default=5, help="list the N tensors furthest apart")
+    wts.add_argument("--top", type=positive, default=5, help="list the N tensors furthest apart")
     args = ap.parse_args(argv)
     try:
         if args.mode == "save":
@@ -117,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.mode == "weights":
             print("\n".join(weights(args.a, args.b, args.top)))
         else:
-            with np.load(args.a) as a, np.load(args.b) as b:
-                print("\n".join(compare(dict(a), dict(b))))
+            print("\n".join(compare(load_saved(args.a), load_saved(args.b))))
     except (AbsaError, OSError, ValueError) as err:     # no data, unreadable file: one line
         print(f"kernel_drift: {err}", file=sys.stderr)
         return 2

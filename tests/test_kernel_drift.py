@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("kernel_drift", ROOT / "scripts" / "kernel_drift.py")
@@ -41,7 +42,13 @@ def test_the_same_kernels_give_the_same_step_and_a_perturbation_shows_in_its_var
     assert kernel_drift.main(["compare", str(tmp_path / "d.npz"), str(tmp_path / "b.npz")]) == 2
     assert "hold other variants" in capsys.readouterr().err
     assert kernel_drift.main(["compare", str(tmp_path / "absent.npz"), str(tmp_path / "b.npz")]) == 2
-    assert "absent.npz" in capsys.readouterr().err
+    assert "absent.npz: cannot be read" in capsys.readouterr().err
+    np.save(tmp_path / "e.npy", grad)                               # one array, not a save
+    assert kernel_drift.main(["compare", str(tmp_path / "e.npy"), str(tmp_path / "b.npz")]) == 2
+    assert "e.npy: not an .npz file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        kernel_drift.main([*save, "--examples", "0", str(tmp_path / "f.npz")])
+    assert "--examples: expected a whole number >= 1, got '0'" in capsys.readouterr().err
 
 
 def test_weights_says_how_far_apart_two_checkpoints_are_overall_and_which_tensors_most(tmp_path, capsys):
