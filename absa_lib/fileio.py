@@ -3,6 +3,7 @@
 Every file the companion writes (run records, checkpoints' checksums, tables, figures, analysis
 arrays, the manifest) goes through :func:`atomic_write_bytes`: written to a temporary name in the
 same folder, flushed, then moved into place, so a killed process leaves the old file or the new one.
+A folder that one process at a time may write (a run being trained) is held with :func:`exclusive_lock`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +59,32 @@ def read_json(path: Path) -> Any:
                         "with --force") from None
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror}); check its permissions") from None
+
+
+@contextmanager
+def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block, or raise
+    :class:`AbsaError` ``"<path's folder>: <busy> (pid N)"`` at once when another holder has it.
+
+    An advisory ``flock``: the operating system drops it when its holder exits, however it exits
+    (``kill -9`` included), so an interrupted job never leaves a stale lock behind. It is held per open
+    file, so a second holder in the same process is refused too (a notebook cell run twice at once).
+    Where ``fcntl`` does not exist (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise AbsaError(f"{Path(path).parent}: {busy} (pid {holder})") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")          # for the message a second process gets
+        fh.flush()
+        yield                                   # closing the file releases the lock

@@ -159,38 +159,71 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
     def what(i: int, cell: Cell) -> str:
         return f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}"
 
-    while queue or running:
-        while queue and free:
-            i, cell = queue.pop(0)
-            path = run_path(cell.config, runs_dir)
-            if marked_complete(path / "metrics.json"):
-                log(f"{what(i, cell)}: finished before ({path.name})")
-                rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
-                continue
-            slot = free.pop(0)
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            if slot is not None:
-                env["CUDA_VISIBLE_DEVICES"] = slot
-            if threads:
-                env["OMP_NUM_THREADS"] = str(threads)
-            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
-            fh = open(logs / f"{path.name}.log", "ab")
-            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
-            running[proc] = (i, cell, path, slot, time.time(), fh)
-            log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
-        for proc in [p for p in running if p.poll() is not None]:
-            i, cell, path, slot, t0, fh = running.pop(proc)
-            fh.close()
-            free.append(slot)
-            wall, ok = time.time() - t0, proc.returncode == 0
-            speed = _ex_per_s(path) if ok else None
-            log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
-                                         f"FAILED (exit {proc.returncode}); log: {fh.name}"))
-            rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall,
-                            examples_per_s=speed, log=fh.name))
-        if running:
-            time.sleep(1.0)
+    try:
+        while queue or running:
+            while queue and free:
+                i, cell = queue.pop(0)
+                path = run_path(cell.config, runs_dir)
+                if marked_complete(path / "metrics.json"):
+                    log(f"{what(i, cell)}: finished before ({path.name})")
+                    rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
+                    continue
+                slot = free.pop(0)
+                env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+                if slot is not None:
+                    env["CUDA_VISIBLE_DEVICES"] = slot
+                if threads:
+                    env["OMP_NUM_THREADS"] = str(threads)
+                argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
+                fh = open(logs / f"{path.name}.log", "ab")
+                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
+                running[proc] = (i, cell, path, slot, time.time(), fh)
+                log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
+            for proc in [p for p in running if p.poll() is not None]:
+                i, cell, path, slot, t0, fh = running.pop(proc)
+                fh.close()
+                free.append(slot)
+                wall, ok = time.time() - t0, proc.returncode == 0
+                speed = _ex_per_s(path) if ok else None
+                log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
+                                             f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"))
+                rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall,
+                                examples_per_s=speed, log=fh.name))
+            if running:
+                time.sleep(1.0)
+    finally:                 # stopped (Ctrl-C, SIGTERM, an error): no run goes on training unwatched
+        _stop(running, log)
     return sorted(rows, key=lambda r: r["cell"])
+
+
+def _stop(running: dict, log, grace: float = 30.0) -> None:
+    """Terminate the runs still training (SIGTERM, then SIGKILL after ``grace`` seconds). Each resumes
+    from its last finished epoch when the grid runs again; left running, it would go on writing its
+    run folder beside the next grid's process for the same run."""
+    if not running:
+        return
+    for proc in running:
+        proc.terminate()
+    deadline = time.time() + grace
+    for proc, (_, cell, path, *_, fh) in running.items():
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        fh.close()
+        log(f"[grid] {cell.config.dataset} {cell.label} seed {cell.config.seed}: stopped "
+            f"({path.name}); it resumes from its last finished epoch when the grid runs again")
+    running.clear()
+
+
+def _last_line(log_path: str) -> str:
+    """The last non-empty line of a run's log (its one-line error), or a placeholder."""
+    try:
+        lines = [line for line in Path(log_path).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1].strip() if lines else "(empty log)"
 
 
 def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dict:

@@ -18,6 +18,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,7 +35,7 @@ from absa_lib.config import TrainConfig, check_max_length, data_checksums, resol
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
-from absa_lib.fileio import atomic_write_json
+from absa_lib.fileio import atomic_write_json, exclusive_lock
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import compute_metrics, selection_metric
@@ -170,19 +172,21 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         raise AbsaError(f"{path}: this {config.dataset} {config.model} run (seed {config.seed}) is not in the "
                         "run cache, and ABSA_CACHE_ONLY forbids training it here; train it first (absa grid) "
                         "or unset ABSA_CACHE_ONLY")
-    session = _open_run(config, path, data_dir, force)
-    for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
-        row = _train_epoch(session, epoch, progress)
-        _evaluate_and_select(session, epoch, row, progress)
-    return _finish(session)
-
-
-def _open_run(config: TrainConfig, path: Path, data_dir, force: bool) -> _Session:
-    """Check the request, create the run folder, tokenize, build the model and optimizer, write the
-    config and environment records, and restore the last completed epoch if there is one."""
     tokenizer = load_tokenizer(config.backbone)
     check_max_length(config, tokenizer)
-    _fresh_run_folder(path, force)            # before the work: a read-only --out fails now, not later
+    with _claimed_run_folder(path, force):   # before the work: a read-only --out fails now, not later
+        if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
+            return load_run(path)
+        session = _open_run(config, path, tokenizer, data_dir)
+        for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
+            row = _train_epoch(session, epoch, progress)
+            _evaluate_and_select(session, epoch, row, progress)
+        return _finish(session)
+
+
+def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir) -> _Session:
+    """Tokenize, build the model and optimizer, write the config and environment records, and restore
+    the last completed epoch if there is one."""
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     device = default_device()
@@ -291,16 +295,27 @@ def _save_curve(path: Path, config: TrainConfig, metrics: dict) -> None:
     plots.save_figure(plots.training_curves([curve], loss=True), path, "curve", formats=("png",), close=True)
 
 
-def _fresh_run_folder(path: Path, force: bool) -> None:
-    """Create the run folder (emptied first with ``force``) and check that files can be written in it."""
+RUN_LOCK = ".lock"      # in the run folder: held by the one process training the run
+
+
+@contextmanager
+def _claimed_run_folder(path: Path, force: bool) -> Iterator[None]:
+    """Create the run folder, check that files can be written in it, and hold it for the ``with``
+    block: a second process (another grid, a notebook) training the same run is refused with one line
+    instead of interleaving its epochs with this one's. With ``force`` the folder is emptied first
+    (all but the lock)."""
 
     fix = "choose a writable folder with --out (or $ABSA_RUNS_DIR)"
-    if force and path.exists():
-        try:
-            shutil.rmtree(path)
-        except OSError as err:
-            raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
     ensure_writable(path, fix)
+    with exclusive_lock(path / RUN_LOCK, "another process is training this run; wait for it to finish "
+                                         "or stop it, then run the same command again"):
+        if force:
+            try:
+                for child in [c for c in path.iterdir() if c.name != RUN_LOCK]:
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            except OSError as err:
+                raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
+        yield
 
 
 def _resume(last: Path, model, optimizer) -> dict | None:

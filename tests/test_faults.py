@@ -26,7 +26,7 @@ from absa_lib.cli import main
 from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paths import repo_root
-from absa_lib.fileio import atomic_write_json
+from absa_lib.fileio import atomic_write_json, exclusive_lock
 from absa_lib.runs import find_runs
 from absa_lib.training import train
 
@@ -397,6 +397,32 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
     for name in ("checkpoints/best/model.safetensors", "checkpoints/last/model.safetensors",
                  "predictions_dev.csv", "predictions_test.csv"):
         assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name
+
+
+def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_dies(capsys, tmp_path):
+    """Two processes training one run would interleave their epochs in one folder: the second is
+    refused with one line naming the first's pid; once the first is killed (-9) the run is free."""
+    argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
+    argv[argv.index("--epochs") + 1] = "500"                # still training when the second one starts
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        lock, deadline = None, time.time() + 120
+        while time.time() < deadline and proc.poll() is None and lock is None:
+            found = next(tmp_path.glob("sentihood/qacg-bert/*/.lock"), None)
+            lock = found if found is not None and found.read_text().strip() == str(proc.pid) else None
+            time.sleep(0.05)
+        assert lock is not None, "the first process never took its run's lock"
+        second = [*TINY, "--out", str(tmp_path)]
+        second[second.index("--epochs") + 1] = "500"
+        refused(capsys, ["train", *second], str(lock.parent), "another process is training this run",
+                f"(pid {proc.pid})")
+        assert proc.poll() is None                          # the refusal left the first one alone
+    finally:
+        proc.kill()
+        proc.wait()
+    with exclusive_lock(lock, "busy"):                      # the OS freed it with its holder
+        assert lock.read_text().strip() == str(os.getpid())
 
 
 # ---------------------------------------------------------------------------------------------- backbones

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
+import time
 
 import pytest
 import yaml
@@ -84,6 +88,41 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert "bad.yaml: not valid YAML" in capsys.readouterr().err
     assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_stopping_the_grid_stops_the_runs_it_started(tmp_path):
+    """`kill <grid>` (a scheduler's SIGTERM) used to leave its `absa train` children training unwatched,
+    beside the next grid's process for the same run. Now the grid stops them, says so, exits 143, and
+    the run is free for the next grid."""
+    from absa_lib.fileio import exclusive_lock
+
+    params = {**load_profile("smoke"), "profile": "long", "datasets": ["semeval"], "epochs": 500,
+              "max_train_examples": 40, "max_eval_examples": 20, "max_length": 32,
+              "runs_dir": str(tmp_path / "runs")}
+    profile = tmp_path / "long.yaml"
+    profile.write_text(yaml.safe_dump(params))
+    grid = subprocess.Popen([sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(profile),
+                             "--part", "tables", "--cell", "1", "--threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lock, deadline = None, time.time() + 120
+        while time.time() < deadline and grid.poll() is None and lock is None:
+            found = next((tmp_path / "runs").glob("semeval/*/*/.lock"), None)
+            lock = found if found is not None and found.read_text().strip() else None
+            time.sleep(0.05)
+        assert lock is not None, "the grid's run never started"
+        child = int(lock.read_text())
+        grid.terminate()
+        out, _ = grid.communicate(timeout=60)
+    finally:
+        grid.kill()
+    assert grid.returncode == 143, out
+    assert "stopped" in out and "resumes from its last finished epoch" in out, out
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)                                   # gone, and reaped by the grid
+    with exclusive_lock(lock, "busy"):
+        pass
 
 
 def test_grid_model_filter_keeps_only_those_models_cells(capsys):

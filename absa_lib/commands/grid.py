@@ -9,13 +9,16 @@
     absa grid --profile cpu --export results/reference   # copy finished runs' records (no weights)
 
 Finished runs are skipped, interrupted ones resume. The summary goes to
-``<runs_dir>/grid_summary_<profile>.json``.
+``<runs_dir>/grid_summary_<profile>.json``. Stopping the grid (Ctrl-C, ``kill``, a scheduler's
+SIGTERM) stops the runs it started; each resumes from its last finished epoch next time.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import signal
+import threading
 import time
 
 
@@ -50,6 +53,24 @@ def _params(profile: str) -> tuple[str, dict]:
     path = profile_path(profile)
     params = read_profile_file(path)
     return str(params.get("profile") or path.stem), params
+
+
+class _sigterm_exits:
+    """SIGTERM (``kill``, a scheduler ending the job) ends the grid like Ctrl-C does: through
+    ``run_cells``' cleanup, which stops the runs it started, instead of leaving them training unwatched."""
+
+    def __enter__(self):
+        self.installed = threading.current_thread() is threading.main_thread()   # signals: main thread only
+        if self.installed:
+            self.previous = signal.signal(signal.SIGTERM, self._exit)
+
+    def __exit__(self, *exc):
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous or signal.SIG_DFL)
+
+    @staticmethod
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
             raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")
         cells = [cells[args.cell]]
     t0 = time.time()
-    rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
+    with _sigterm_exits():
+        rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
     suffix = (("_" + "+".join(args.model) if args.model else "") + ("_seed" + "+".join(map(str, args.seed)) if args.seed else "")
               + (f"_cell{args.cell}" if args.cell is not None else ""))
     summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
