@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except AbsaError as err:
         print(f"absa: error: {err}", file=sys.stderr)
-        return 2
+        return getattr(err, "exit_code", 2)
     except KeyboardInterrupt:
         print("absa: interrupted", file=sys.stderr)
         return 130

@@ -8,6 +8,13 @@ class AbsaError(Exception):
     """
 
 
+class RunBusy(AbsaError):
+    """The run is being trained by another process. Not a bad input: the CLI exits with status 75
+    (``EX_TEMPFAIL``, try again later), which ``absa grid`` reports as "busy", not as a failure."""
+
+    exit_code = 75
+
+
 def one_line(err: BaseException, limit: int = 300) -> str:
     """An exception's message on one line (library messages can span several), at most ``limit``
     characters, for the end of an :class:`AbsaError` message."""

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, RunBusy
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -64,7 +64,7 @@ def read_json(path: Path) -> Any:
 @contextmanager
 def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block, or raise
-    :class:`AbsaError` ``"<path's folder>: <busy> (pid N)"`` at once when another holder has it.
+    :class:`RunBusy` ``"<path's folder>: <busy> (pid N)"`` at once when another holder has it.
 
     An advisory ``flock``: the operating system drops it when its holder exits, however it exits
     (``kill -9`` included), so an interrupted job never leaves a stale lock behind. It is held per open
@@ -82,7 +82,7 @@ def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
-            raise AbsaError(f"{Path(path).parent}: {busy} (pid {holder})") from None
+            raise RunBusy(f"{Path(path).parent}: {busy} (pid {holder})") from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"{os.getpid()}\n")          # for the message a second process gets

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, RunBusy
 
 PARTS = ("tables", "ablations", "other")    # notebooks 02-03, 04, 06
 TABLE_MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
@@ -185,10 +185,12 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
                 free.append(slot)
                 wall, ok = time.time() - t0, proc.returncode == 0
                 speed = _ex_per_s(path) if ok else None
-                log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
-                                             f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"))
-                rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall,
-                                examples_per_s=speed, log=fh.name))
+                status = "trained" if ok else "busy" if proc.returncode == RunBusy.exit_code else "failed"
+                log(f"{what(i, cell)}: " + {
+                    "trained": f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)",
+                    "busy": f"busy, not trained here: {_last_line(fh.name)}",
+                    "failed": f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"}[status])
+                rows.append(row(i, cell, path, status, wall_seconds=wall, examples_per_s=speed, log=fh.name))
             if running:
                 time.sleep(1.0)
     finally:                 # stopped (Ctrl-C, SIGTERM, an error): no run goes on training unwatched
@@ -230,7 +232,7 @@ def write_summary(rows: list[dict], path: Path, wall: float, setup: dict) -> dic
     """The grid's summary: counts, total wall time, and the per-run rows."""
     from absa_lib.fileio import atomic_write_json
 
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("trained", "cached", "failed")}
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("trained", "cached", "busy", "failed")}
     summary = {**setup, **counts, "runs": len(rows), "wall_seconds": wall, "rows": rows}
     atomic_write_json(path, summary)
     return summary

@@ -401,7 +401,7 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
 
 def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_dies(capsys, tmp_path):
     """Two processes training one run would interleave their epochs in one folder: the second is
-    refused with one line naming the first's pid; once the first is killed (-9) the run is free."""
+    refused with one line naming the first's pid (exit 75); once the first is killed (-9) the run is free."""
     argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
     argv[argv.index("--epochs") + 1] = "500"                # still training when the second one starts
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -415,8 +415,10 @@ def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_die
         assert lock is not None, "the first process never took its run's lock"
         second = [*TINY, "--out", str(tmp_path)]
         second[second.index("--epochs") + 1] = "500"
-        refused(capsys, ["train", *second], str(lock.parent), "another process is training this run",
-                f"(pid {proc.pid})")
+        assert main(["train", *second]) == 75                # EX_TEMPFAIL: not a bad input, try later
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"absa: error: {lock.parent}: another process is training "
+                                                   "this run") and err[0].endswith(f"(pid {proc.pid})"), err
         assert proc.poll() is None                          # the refusal left the first one alone
     finally:
         proc.kill()

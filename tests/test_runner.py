@@ -125,6 +125,27 @@ def test_stopping_the_grid_stops_the_runs_it_started(tmp_path):
         pass
 
 
+@pytest.mark.usefixtures("real_data_dir")
+def test_a_cell_that_another_process_trains_is_busy_not_failed(tmp_path, capsys):
+    from absa_lib.config import run_path
+    from absa_lib.fileio import exclusive_lock
+
+    params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40,
+              "max_eval_examples": 20, "max_length": 32, "runs_dir": str(tmp_path / "runs")}
+    profile = tmp_path / "mini.yaml"
+    profile.write_text(yaml.safe_dump(params))
+    run = run_path(profile_cells(params, ("tables",))[1].config, tmp_path / "runs")
+    run.mkdir(parents=True)
+    with exclusive_lock(run / ".lock", "busy"):              # another trainer of this run
+        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"busy, not trained here: absa: error: {run}: another process is training this run" in out, out
+    assert "1 busy in another process, 0 failed" in out
+    summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
+    assert (summary["busy"], summary["failed"], summary["trained"]) == (1, 0, 0)
+    assert not (run / "metrics.json").exists()
+
+
 def test_grid_model_filter_keeps_only_those_models_cells(capsys):
     for models, n in ((["bert-pair", "cg-bert"], (1 + 2) * 2), (["bert-single"], 2)):   # per dataset: 1 + 2, 1
         assert main(["grid", "--profile", "smoke", "--part", "tables", "--model", *models, "--count"]) == 0

@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
                             {"profile": name, "parts": args.part, "models": args.model or "all", "seeds": args.seed or "all",
                              "device": str(default_device()),
                              "workers_per_gpu": args.workers})
+    busy = f"{summary['busy']} busy in another process, " if summary["busy"] else ""
     print(f"[grid] {summary['runs']} runs: {summary['trained']} trained, {summary['cached']} finished before, "
-          f"{summary['failed']} failed, in {summary['wall_seconds']:.0f}s; summary: "
+          f"{busy}{summary['failed']} failed, in {summary['wall_seconds']:.0f}s; summary: "
           f"{runs_dir / f'grid_summary_{name}{suffix}.json'}")
-    return 1 if summary["failed"] else 0
+    return 1 if summary["failed"] or summary["busy"] else 0     # busy: not finished when the grid ends
