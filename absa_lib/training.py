@@ -162,7 +162,8 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
 
     Returns the :class:`Run`; ``run.cached`` is True when an identical finished run was found.
     With ``$ABSA_CACHE_ONLY`` set, a run that is not finished is an error instead of being trained
-    (a notebook that must only read runs a grid trained, e.g. on a node with a time limit).
+    (a notebook that must only read runs a grid trained, e.g. on a node with a time limit). A run
+    that another process is training raises :class:`~absa_lib.errors.RunBusy` (one process per run).
     """
     config = resolved(config)
     path = run_path(config, runs_dir)
