@@ -139,13 +139,24 @@ def _slots(workers: int | None) -> list[str | None]:
 
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
               threads: int | None = None, log=print) -> list[dict]:
-    """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell."""
+    """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell.
+    Stopped (Ctrl-C, SIGTERM, an error), it stops the runs it started: none goes on training unwatched."""
+    running: dict = {}
+    try:
+        return _serve(cells, runs_dir, data_dir, workers, threads, log, running)
+    finally:
+        _stop(running, log)
+
+
+def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int | None, threads: int | None,
+           log, running: dict) -> list[dict]:
+    """The queue of :func:`run_cells`; ``running`` (process -> its cell) is the caller's, for cleanup."""
     from absa_lib.config import run_path
     from absa_lib.runs import marked_complete
 
     logs = Path(runs_dir) / "grid_logs"
     logs.mkdir(parents=True, exist_ok=True)
-    rows, queue, running = [], list(enumerate(cells)), {}
+    rows, queue = [], list(enumerate(cells))
     free = _slots(workers)
     if threads is None and free[0] is None and len(free) > 1:
         threads = 1                               # CPU runs side by side: one core each
@@ -159,42 +170,39 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
     def what(i: int, cell: Cell) -> str:
         return f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}"
 
-    try:
-        while queue or running:
-            while queue and free:
-                i, cell = queue.pop(0)
-                path = run_path(cell.config, runs_dir)
-                if marked_complete(path / "metrics.json"):
-                    log(f"{what(i, cell)}: finished before ({path.name})")
-                    rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
-                    continue
-                slot = free.pop(0)
-                env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-                if slot is not None:
-                    env["CUDA_VISIBLE_DEVICES"] = slot
-                if threads:
-                    env["OMP_NUM_THREADS"] = str(threads)
-                argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
-                fh = open(logs / f"{path.name}.log", "ab")
-                proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
-                running[proc] = (i, cell, path, slot, time.time(), fh)
-                log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
-            for proc in [p for p in running if p.poll() is not None]:
-                i, cell, path, slot, t0, fh = running.pop(proc)
-                fh.close()
-                free.append(slot)
-                wall, ok = time.time() - t0, proc.returncode == 0
-                speed = _ex_per_s(path) if ok else None
-                status = "trained" if ok else "busy" if proc.returncode == RunBusy.exit_code else "failed"
-                log(f"{what(i, cell)}: " + {
-                    "trained": f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)",
-                    "busy": f"busy, not trained here: {_last_line(fh.name)}",
-                    "failed": f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"}[status])
-                rows.append(row(i, cell, path, status, wall_seconds=wall, examples_per_s=speed, log=fh.name))
-            if running:
-                time.sleep(1.0)
-    finally:                 # stopped (Ctrl-C, SIGTERM, an error): no run goes on training unwatched
-        _stop(running, log)
+    while queue or running:
+        while queue and free:
+            i, cell = queue.pop(0)
+            path = run_path(cell.config, runs_dir)
+            if marked_complete(path / "metrics.json"):
+                log(f"{what(i, cell)}: finished before ({path.name})")
+                rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
+                continue
+            slot = free.pop(0)
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            if slot is not None:
+                env["CUDA_VISIBLE_DEVICES"] = slot
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
+            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
+            fh = open(logs / f"{path.name}.log", "ab")
+            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
+            running[proc] = (i, cell, path, slot, time.time(), fh)
+            log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
+        for proc in [p for p in running if p.poll() is not None]:
+            i, cell, path, slot, t0, fh = running.pop(proc)
+            fh.close()
+            free.append(slot)
+            wall, ok = time.time() - t0, proc.returncode == 0
+            speed = _ex_per_s(path) if ok else None
+            status = "trained" if ok else "busy" if proc.returncode == RunBusy.exit_code else "failed"
+            log(f"{what(i, cell)}: " + {
+                "trained": f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)",
+                "busy": f"busy, not trained here: {_last_line(fh.name)}",
+                "failed": f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"}[status])
+            rows.append(row(i, cell, path, status, wall_seconds=wall, examples_per_s=speed, log=fh.name))
+        if running:
+            time.sleep(1.0)
     return sorted(rows, key=lambda r: r["cell"])
 
 
