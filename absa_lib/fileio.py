@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,30 +61,55 @@ def read_json(path: Path) -> Any:
         raise AbsaError(f"{path}: cannot be read ({err.strerror}); check its permissions") from None
 
 
+# Windows locks a byte range, and other processes can read no locked byte: lock a byte past the pid.
+_WINDOWS_LOCK_BYTE = 4096
+
+
 @contextmanager
 def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block, or raise
     :class:`RunBusy` ``"<path's folder>: <busy> (pid N)"`` at once when another holder has it.
 
-    An advisory ``flock``: the operating system drops it when its holder exits, however it exits
-    (``kill -9`` included), so an interrupted job never leaves a stale lock behind. It is held per open
-    file, so a second holder in the same process is refused too (a notebook cell run twice at once).
-    Where ``fcntl`` does not exist (Windows) nothing is locked.
+    On POSIX an advisory ``flock``; on Windows, where there is no ``fcntl``, ``msvcrt.locking`` of one
+    byte. The operating system drops either when its holder exits, however it exits (``kill -9``
+    included), so an interrupted job never leaves a stale lock behind. Both are held per open file,
+    so a second holder in the same process is refused too (a notebook cell run twice at once).
     """
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
     with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        unlock = _try_lock(fh)
+        if unlock is None:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
             raise RunBusy(f"{Path(path).parent}: {busy} (pid {holder})") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")          # for the message a second process gets
-        fh.flush()
-        yield                                   # closing the file releases the lock
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")          # for the message a second process gets
+            fh.flush()
+            yield
+        finally:
+            unlock()                            # flock: closing the file would do it too
+
+
+def _try_lock(fh) -> Callable[[], None] | None:
+    """Lock the open file ``fh`` without waiting: the function that unlocks it, or None when another
+    holder has it."""
+    try:
+        import fcntl
+    except ImportError:                         # Windows
+        import msvcrt
+
+        def at_lock_byte(mode: int) -> None:
+            fh.seek(_WINDOWS_LOCK_BYTE)         # the range starts at the file position
+            msvcrt.locking(fh.fileno(), mode, 1)
+
+        try:
+            at_lock_byte(msvcrt.LK_NBLCK)
+        except OSError:
+            return None
+        return lambda: at_lock_byte(msvcrt.LK_UNLCK)
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    return lambda: fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -24,7 +24,7 @@ from absa_lib import data as D
 from absa_lib.checkpoint import CHECKSUMS
 from absa_lib.cli import main
 from absa_lib.config import TrainConfig
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, RunBusy
 from absa_lib.paths import repo_root
 from absa_lib.fileio import atomic_write_json, exclusive_lock
 from absa_lib.runs import find_runs
@@ -425,6 +425,48 @@ def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_die
         proc.wait()
     with exclusive_lock(lock, "busy"):                      # the OS freed it with its holder
         assert lock.read_text().strip() == str(os.getpid())
+
+
+class _Msvcrt:
+    """``msvcrt.locking``'s contract on Windows, for a machine without it: a byte range locked through
+    one open file is refused to every other open file, in this process too, until it is unlocked; the
+    range starts at the file's position."""
+    LK_UNLCK, LK_NBLCK = 0, 2
+
+    def __init__(self):
+        self.held = {}                                      # (file, start, length) -> fd
+
+    def locking(self, fd, mode, nbytes):
+        key = (os.fstat(fd).st_ino, os.lseek(fd, 0, os.SEEK_CUR), nbytes)
+        if mode == self.LK_NBLCK and key not in self.held:
+            self.held[key] = fd
+        elif mode == self.LK_UNLCK and self.held.get(key) == fd:
+            del self.held[key]
+        else:
+            raise PermissionError(errno.EACCES, "Permission denied")
+
+
+@pytest.mark.parametrize("system", ["posix", "windows"])
+def test_a_held_lock_refuses_a_second_holder_until_its_block_ends(monkeypatch, tmp_path, system):
+    """A second `absa train` of one run on Windows used to go ahead (no `flock` there) and write the
+    folder beside the first; `msvcrt.locking` now refuses it as `flock` does elsewhere."""
+    if system == "windows":
+        msvcrt = _Msvcrt()
+        monkeypatch.setitem(sys.modules, "fcntl", None)      # `import fcntl` raises ImportError
+        monkeypatch.setitem(sys.modules, "msvcrt", msvcrt)
+    lock = tmp_path / ".lock"
+    with exclusive_lock(lock, "busy"):
+        with pytest.raises(RunBusy) as refused:
+            with exclusive_lock(lock, "busy"):
+                pass
+        assert str(refused.value) == f"{tmp_path}: busy (pid {os.getpid()})"
+    with pytest.raises(RuntimeError):                       # a block that fails frees it too
+        with exclusive_lock(lock, "busy"):
+            raise RuntimeError
+    with exclusive_lock(lock, "busy"):
+        assert lock.read_text() == f"{os.getpid()}\n"
+    if system == "windows":
+        assert msvcrt.held == {}
 
 
 # ---------------------------------------------------------------------------------------------- backbones
