@@ -29,7 +29,8 @@ EXPECTED = {
     "03_qacg_bert": ["results/table1_sentihood.csv", "results/table1_sentihood.md",
                      "results/table2_semeval.csv", "results/table2_semeval.md",
                      "figures/curves_qacg_bert.png", "figures/curves_qacg_bert.pdf"],
-    "04_ablations": ["results/ablations.csv", "results/ablations.md", "figures/ablations.png", "figures/ablations.pdf"],
+    "04_ablations": ["results/ablations.csv", "results/ablations.md", "figures/ablations.png", "figures/ablations.pdf",
+                     "figures/curves_cg_no_aux.png", "figures/curves_cg_no_aux.pdf"],
     "05_figures": [f"{folder}/{name}.{ext}" for name in ("fig3_relevance", "fig4_histograms", "fig5_attention")
                    for folder, ext in (("figures", "png"), ("figures", "pdf"), ("results/analysis", "json"))],
     "06_other_attention": ["results/other_attention_sentihood.csv", "results/other_attention_sentihood.md",

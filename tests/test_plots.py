@@ -154,6 +154,29 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     assert loss_ax.lines[0].get_ydata().tolist() == [0.9, 0.6]
     plt.close(fig)
 
+def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_only_when_they_differ():
+    from types import SimpleNamespace
+
+    from absa_lib.figure_data import curves_from_runs
+
+    metrics = {"selection_metric": "aspect_strict_acc",
+               "epochs": [{"epoch": 1, "train_loss": 0.5, "dev": {"aspect_strict_acc": 0.4},
+                           "test": {"aspect_strict_acc": 0.5}}]}
+
+    def run(seed, epochs=25):
+        return SimpleNamespace(metrics=metrics, config={"dataset": "sentihood", "model": "cg-bert", "aux": "none",
+                                                        "seed": seed, "backbone": "minilm", "epochs": epochs})
+
+    same = [run(42), run(43)]
+    assert [c["label"] for c in curves_from_runs(same)] == ["cg-bert none", "cg-bert none"]
+    assert [c["label"] for c in curves_from_runs(same, labels=["a", "b"])] == ["a", "b"]
+    assert [c["seed"] for c in curves_from_runs(same)] == [42, 43]
+    mixed = curves_from_runs([run(42), run(42, epochs=1)], labels=["a", "a"])
+    assert [c["label"] for c in mixed] == ["a (minilm, 25 epochs)", "a (minilm, 1 epoch)"]
+    with pytest.raises(ValueError, match="1 labels for 2 runs"):
+        curves_from_runs(same, labels=["a"])
+
+
 def test_figure_data_does_not_import_matplotlib():
     import subprocess
     import sys
