@@ -194,7 +194,7 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
 
 
 def training_curves(curves: list[dict], metric_names: dict[str, str] | None = None,
-                    loss: bool = False, floor: tuple[str, float] | None = None) -> Figure:
+                    loss: bool = False, floors: dict[str, tuple[str, float]] | None = None) -> Figure:
     """Dev (dashed) and test (solid) selection metric per epoch, one panel per dataset; with ``loss``
     a last panel with the mean train loss per epoch (one run's ``curve.png``).
 
@@ -203,8 +203,8 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
             "metric": str}`` (fractions), optionally ``"seed"``, and ``"train_loss": [float]`` for
             ``loss`` (:func:`absa_lib.figure_data.training_curve`). The curves of one label (one
             system, several seeds) share a colour and one legend entry naming the seeds.
-        floor: ``(name, value in %)`` of the best trivial predictor on the test set, drawn as a
-            dotted line in each metric panel.
+        floors: ``{dataset: (name, value in %)}``, the best trivial predictor on the test set
+            (:func:`absa_lib.tables.trivial_floor`), drawn as a dotted line in that dataset's panel.
     """
     datasets = list(dict.fromkeys(c["dataset"] for c in curves)) or ["(no runs)"]
     panels = len(datasets) + int(loss)
@@ -233,8 +233,9 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
                 ax.plot(c["epochs"], 100 * np.asarray(c["test"]), color=color, marker="o", ms=3,
                         label=legend if i == 0 else None)
                 ax.plot(c["epochs"], 100 * np.asarray(c["dev"]), color=color, ls="--", marker="x", ms=3)
-        if floor is not None:
-            ax.axhline(floor[1], color="0.4", ls=":", lw=1, label=f"{floor[0]}, test: {floor[1]:.1f}")
+        if dataset in (floors or {}):
+            name, value = floors[dataset]
+            ax.axhline(value, color="0.4", ls=":", lw=1, label=f"{name}, test: {value:.1f}")
         metric = mine[0]["metric"] if mine else ""
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlim(0.5, last_epoch + 0.5)

@@ -125,6 +125,16 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
     return out
 
 
+def trivial_floor(dataset: str, data_dir=None) -> tuple[str, float]:
+    """The best trivial predictor on ``dataset``'s selection metric (test set), ``(row name, value
+    in %)``: the floor a figure of that metric draws."""
+    from absa_lib.metrics import SELECTION_METRIC
+
+    metric = SELECTION_METRIC[dataset]
+    name, metrics = max(trivial_baselines(dataset, data_dir).items(), key=lambda item: item[1][metric])
+    return name, 100 * metrics[metric]
+
+
 def budget_text(config: dict) -> str:
     """The training budget of a run, as a table footnote shows it."""
     n = config.get("max_train_examples")

@@ -148,9 +148,9 @@ show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
-floors = df[df["source"] == tables.TRIVIAL].set_index("variant")[metric]
+floor = tables.trivial_floor(ablation_dataset, notebook.data_dir)    # the best trivial row on the metric
 fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set",
-                          floor=(floors.idxmax(), floors.max()) if len(floors) else None)
+                          floor=floor)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 
 # %% [markdown]
@@ -170,7 +170,7 @@ from absa_lib import figure_data
 stall = [spec for spec in ablations.ABLATIONS if spec.reference == "CG-BERT (no aux)"]
 pairs = [(spec.label, run) for spec in stall for run in grid_runs.get((ablation_dataset, spec.label), [])]
 curves = figure_data.curves_from_runs([run for _, run in pairs], labels=[label for label, _ in pairs])
-fig = plots.training_curves(curves, floor=(floors.idxmax(), floors.max()) if len(floors) else None)
+fig = plots.training_curves(curves, floors={ablation_dataset: floor})
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_no_aux")
 
 # %%

@@ -153,11 +153,12 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     assert [line.get_ydata().tolist() for line in metric_ax.lines] == [pytest.approx([40, 70]), pytest.approx([50, 60])]
     assert loss_ax.lines[0].get_ydata().tolist() == [0.9, 0.6]
     plt.close(fig)
-    fig = plots.training_curves([curve], floor=("All-None", 47.9))      # the trivial floor, dotted
+    fig = plots.training_curves([curve], floors={"semeval": ("All-None", 47.9), "sentihood": ("x", 1.0)})
     line = fig.axes[0].lines[-1]
     assert line.get_linestyle() == ":" and list(line.get_ydata()) == [47.9, 47.9]
     assert line.get_label() == "All-None, test: 47.9"
-    assert "All-None, test: 47.9" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][-1] == "All-None, test: 47.9"
+    assert len(fig.axes[0].lines) == 3                                  # no panel, no line: sentihood's floor unused
     plt.close(fig)
 
 def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_only_when_they_differ():
