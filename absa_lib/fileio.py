@@ -80,7 +80,7 @@ def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
         if unlock is None:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
-            raise RunBusy(f"{Path(path).parent}: {busy} (pid {holder})") from None
+            raise RunBusy(f"{Path(path).parent}: {busy} (pid {holder})")
         try:
             fh.seek(0)
             fh.truncate()

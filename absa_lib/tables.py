@@ -125,13 +125,14 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
     return out
 
 
-def trivial_floor(dataset: str, data_dir=None) -> tuple[str, float]:
-    """The best trivial predictor on ``dataset``'s selection metric (test set), ``(row name, value
-    in %)``: the floor a figure of that metric draws."""
+def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
+    """The best of the trivial predictors ``trivial`` (:func:`trivial_baselines` of ``dataset``) on
+    the dataset's selection metric, ``(row name, value in %)``: the floor a figure of that metric
+    draws."""
     from absa_lib.metrics import SELECTION_METRIC
 
     metric = SELECTION_METRIC[dataset]
-    name, metrics = max(trivial_baselines(dataset, data_dir).items(), key=lambda item: item[1][metric])
+    name, metrics = max(trivial.items(), key=lambda item: item[1][metric])
     return name, 100 * metrics[metric]
 
 

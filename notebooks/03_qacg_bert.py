@@ -185,14 +185,15 @@ runs, all_runs = grid.flatten(grid_runs), grid.flatten({**grid_runs, **cg_runs})
 # the backbone, seeds, budget and run ids of every row.
 
 # %%
+trivial = {ds: tables.trivial_baselines(ds, notebook.data_dir) for ds in datasets}   # the floor of each metric
 for ds in datasets:
-    df = tables.build_table(ds, all_runs, trivial=tables.trivial_baselines(ds, notebook.data_dir))
+    df = tables.build_table(ds, all_runs, trivial=trivial[ds])
     md = tables.to_markdown(df, ds)
     notebook.outputs += tables.write_table(df, md, notebook.dirs.results, tables.STEMS[ds])
     show_markdown(md)
 
 # %%
-floors = {ds: tables.trivial_floor(ds, notebook.data_dir) for ds in datasets}   # dotted: the best trivial row
+floors = {ds: tables.trivial_floor(ds, trivial[ds]) for ds in datasets}   # dotted: the best trivial row
 fig = plots.training_curves(figure_data.curves_from_runs(runs), floors=floors)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_qacg_bert")
 if allow_training:

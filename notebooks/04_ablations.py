@@ -148,7 +148,7 @@ show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
-floor = tables.trivial_floor(ablation_dataset, notebook.data_dir)    # the best trivial row on the metric
+floor = tables.trivial_floor(ablation_dataset, trivial)    # the best trivial row on the metric
 fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set",
                           floor=floor)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")

@@ -161,6 +161,7 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     assert len(fig.axes[0].lines) == 3                                  # no panel, no line: sentihood's floor unused
     plt.close(fig)
 
+
 def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_only_when_they_differ():
     from types import SimpleNamespace
 
