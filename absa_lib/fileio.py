@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,12 +64,15 @@ def read_json(path: Path) -> Any:
 
 # Windows locks a byte range, and other processes can read no locked byte: lock a byte past the pid.
 _WINDOWS_LOCK_BYTE = 4096
+# How long exclusive_lock retries before it refuses: far longer than lock_holder holds the lock.
+_PATIENCE = 0.25
 
 
 @contextmanager
 def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block, or raise
-    :class:`RunBusy` ``"<path's folder>: <busy> (pid N)"`` at once when another holder has it.
+    :class:`RunBusy` ``"<path's folder>: <busy> (pid N)"`` when another holder has it (after
+    :data:`_PATIENCE` seconds, so that :func:`lock_holder`'s brief look never refuses a holder).
 
     On POSIX an advisory ``flock``; on Windows, where there is no ``fcntl``, ``msvcrt.locking`` of one
     byte. The operating system drops either when its holder exits, however it exits (``kill -9``
@@ -76,7 +80,7 @@ def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
     so a second holder in the same process is refused too (a notebook cell run twice at once).
     """
     with open(path, "a+") as fh:
-        unlock = _try_lock(fh)
+        unlock = _try_lock(fh, patience=_PATIENCE)
         if unlock is None:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
@@ -91,7 +95,33 @@ def exclusive_lock(path: Path, busy: str) -> Iterator[None]:
             unlock()                            # flock: closing the file would do it too
 
 
-def _try_lock(fh) -> Callable[[], None] | None:
+def lock_holder(path: Path) -> str | None:
+    """Who holds the lock of :func:`exclusive_lock` on ``path``: the pid it wrote (``"unknown"`` if
+    none), or None when nobody does (or ``path`` does not exist). The lock is taken and dropped at once,
+    nothing is written; a holder that starts meanwhile waits :data:`_PATIENCE` for it, not refused."""
+    try:
+        fh = open(path)
+    except OSError:
+        return None
+    with fh:
+        unlock = _try_lock(fh)
+        if unlock is not None:
+            unlock()
+            return None
+        fh.seek(0)
+        return fh.read().strip() or "unknown"
+
+
+def _try_lock(fh, patience: float = 0.0) -> Callable[[], None] | None:
+    """Lock the open file ``fh``, retrying for ``patience`` seconds: the function that unlocks it, or
+    None when another holder has it."""
+    deadline = time.monotonic() + patience
+    while (unlock := _try_lock_once(fh)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return unlock
+
+
+def _try_lock_once(fh) -> Callable[[], None] | None:
     """Lock the open file ``fh`` without waiting: the function that unlocks it, or None when another
     holder has it."""
     try:

@@ -11,7 +11,9 @@ then find the finished runs in the run cache and train only what is missing.
 - One or more GPUs: ``workers`` concurrent processes per visible GPU. A MiniLM-size run is bound
   by kernel launches and leaves most of a large GPU idle, so several runs share one.
 
-Finished runs are skipped (the cache), interrupted ones resume from their last epoch. Each cell
+Finished runs are skipped (the cache), interrupted ones resume from their last epoch, and a run that
+another process is training is waited for (``--busy wait``, the default) or reported busy
+(``--busy skip``: an array job resubmitted while its first tasks still train). Each cell
 prints one line when it starts and one when it ends; the summary (per run: status, wall time,
 training examples per second) is written to ``<runs_dir>/grid_summary_<profile>.json``.
 """
@@ -137,26 +139,41 @@ def _slots(workers: int | None) -> list[str | None]:
     return [str(g) for g in range(torch.cuda.device_count()) for _ in range(workers or 4)]
 
 
+BUSY = ("wait", "skip")  # what the grid does with a run that another process is training
+BUSY_POLL = 5.0         # seconds between two looks at a busy run's lock
+
+
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
-              threads: int | None = None, log=print) -> list[dict]:
+              threads: int | None = None, busy: str = "wait", log=print) -> list[dict]:
     """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell.
-    Stopped (Ctrl-C, SIGTERM, an error), it stops the runs it started: none goes on training unwatched."""
+
+    A run that another process is training (another grid, a notebook, an overlapping array job)
+    holds no slot: with ``busy="wait"`` the grid looks at its lock every :data:`BUSY_POLL` seconds and,
+    once it is free, counts the run as finished there or resumes it; with ``"skip"`` it reports it
+    busy at once. Stopped (Ctrl-C, SIGTERM, an error), the grid stops the runs it started: none goes
+    on training unwatched."""
+    if busy not in BUSY:
+        raise AbsaError(f"busy={busy!r}: expected one of {', '.join(BUSY)}")
     running: dict = {}
     try:
-        return _serve(cells, runs_dir, data_dir, workers, threads, log, running)
+        return _serve(cells, runs_dir, data_dir, workers, threads, busy, log, running)
     finally:
         _stop(running, log)
 
 
 def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int | None, threads: int | None,
-           log, running: dict) -> list[dict]:
+           busy: str, log, running: dict) -> list[dict]:
     """The queue of :func:`run_cells`; ``running`` (process -> its cell) is the caller's, for cleanup."""
     from absa_lib.config import run_path
+    from absa_lib.fileio import lock_holder
     from absa_lib.runs import marked_complete
+    from absa_lib.training import RUN_LOCK
 
     logs = Path(runs_dir) / "grid_logs"
     logs.mkdir(parents=True, exist_ok=True)
     rows, queue = [], list(enumerate(cells))
+    waiting: dict[int, tuple[Cell, float]] = {}     # busy in another process: cell, next look at its lock
+    waited: set[int] = set()
     free = _slots(workers)
     if threads is None and free[0] is None and len(free) > 1:
         threads = 1                               # CPU runs side by side: one core each
@@ -170,13 +187,33 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
     def what(i: int, cell: Cell) -> str:
         return f"[grid] {i + 1}/{n} {cell.config.dataset} {cell.label} seed {cell.config.seed}"
 
-    while queue or running:
+    def wait_or_skip(i: int, cell: Cell, path: Path, why: str, **extra) -> None:
+        if busy == "wait":
+            log(f"{what(i, cell)}: busy in another process ({why}); waiting for it")
+            waiting[i] = (cell, time.time() + BUSY_POLL)
+        else:
+            log(f"{what(i, cell)}: busy, not trained here: {why}")
+            rows.append(row(i, cell, path, "busy", **extra))
+
+    while queue or running or waiting:
+        for i, (cell, look) in sorted(waiting.items()):
+            if time.time() >= look:
+                if lock_holder(run_path(cell.config, runs_dir) / RUN_LOCK) is None:
+                    del waiting[i]
+                    waited.add(i)
+                    queue.insert(0, (i, cell))      # finished there (cached) or left unfinished (resumed)
+                else:
+                    waiting[i] = (cell, time.time() + BUSY_POLL)
         while queue and free:
             i, cell = queue.pop(0)
             path = run_path(cell.config, runs_dir)
             if marked_complete(path / "metrics.json"):
-                log(f"{what(i, cell)}: finished before ({path.name})")
+                log(f"{what(i, cell)}: finished {'by the other process' if i in waited else 'before'} ({path.name})")
                 rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
+                continue
+            holder = lock_holder(path / RUN_LOCK)
+            if holder is not None:
+                wait_or_skip(i, cell, path, f"{path}: another process is training this run (pid {holder})")
                 continue
             slot = free.pop(0)
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -195,13 +232,14 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
             free.append(slot)
             wall, ok = time.time() - t0, proc.returncode == 0
             speed = _ex_per_s(path) if ok else None
-            status = "trained" if ok else "busy" if proc.returncode == RunBusy.exit_code else "failed"
-            log(f"{what(i, cell)}: " + {
-                "trained": f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)",
-                "busy": f"busy, not trained here: {_last_line(fh.name)}",
-                "failed": f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"}[status])
-            rows.append(row(i, cell, path, status, wall_seconds=wall, examples_per_s=speed, log=fh.name))
-        if running:
+            if proc.returncode == RunBusy.exit_code:       # another process took the run since the look
+                wait_or_skip(i, cell, path, _last_line(fh.name).removeprefix("absa: error: "), log=fh.name)
+                continue
+            log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
+                                        f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"))
+            rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall, examples_per_s=speed,
+                            log=fh.name))
+        if running or waiting:
             time.sleep(1.0)
     return sorted(rows, key=lambda r: r["cell"])
 

@@ -19,4 +19,6 @@ set -euo pipefail
 PROFILE="${1:?usage: sbatch --array=0-N scripts/slurm_grid.sh PROFILE}"
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 source scripts/ensure_venv.sh test            # the project's environment (sets $PY)
-exec "$PY" -m absa_lib.cli grid --profile "$PROFILE" --cell "${SLURM_ARRAY_TASK_ID:?not an array job}"
+# --busy skip: a task whose run an earlier submission is still training ends at once (exit 1) instead
+# of holding its GPU idle until that run ends.
+exec "$PY" -m absa_lib.cli grid --profile "$PROFILE" --cell "${SLURM_ARRAY_TASK_ID:?not an array job}" --busy skip

@@ -26,7 +26,7 @@ from absa_lib.cli import main
 from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError, RunBusy
 from absa_lib.paths import repo_root
-from absa_lib.fileio import atomic_write_json, exclusive_lock
+from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.runs import find_runs
 from absa_lib.training import train
 
@@ -455,11 +455,14 @@ def test_a_held_lock_refuses_a_second_holder_until_its_block_ends(monkeypatch, t
         monkeypatch.setitem(sys.modules, "fcntl", None)      # `import fcntl` raises ImportError
         monkeypatch.setitem(sys.modules, "msvcrt", msvcrt)
     lock = tmp_path / ".lock"
+    assert lock_holder(lock) is None                        # no file: nobody holds it
     with exclusive_lock(lock, "busy"):
+        assert lock_holder(lock) == str(os.getpid())        # the grid's look at a busy run
         with pytest.raises(RunBusy) as refused:
             with exclusive_lock(lock, "busy"):
                 pass
         assert str(refused.value) == f"{tmp_path}: busy (pid {os.getpid()})"
+    assert lock_holder(lock) is None                        # freed, and the look took nothing
     with pytest.raises(RuntimeError):                       # a block that fails frees it too
         with exclusive_lock(lock, "busy"):
             raise RuntimeError
@@ -467,6 +470,34 @@ def test_a_held_lock_refuses_a_second_holder_until_its_block_ends(monkeypatch, t
         assert lock.read_text() == f"{os.getpid()}\n"
     if system == "windows":
         assert msvcrt.held == {}
+
+
+def test_a_lock_held_for_a_moment_delays_the_next_holder_instead_of_refusing_it(monkeypatch, tmp_path):
+    """The grid's look at a busy run's lock (`lock_holder`) takes it for a moment; a trainer starting
+    in that moment must wait for it, not be refused as if another trainer held the run."""
+    import threading
+
+    from absa_lib import fileio
+
+    lock, taken = tmp_path / ".lock", threading.Event()
+
+    def brief_holder(seconds):
+        with exclusive_lock(lock, "busy"):
+            taken.set()
+            time.sleep(seconds)
+
+    for patience, refused in ((0.0, True), (10.0, False)):
+        monkeypatch.setattr(fileio, "_PATIENCE", patience)
+        taken.clear()
+        thread = threading.Thread(target=brief_holder, args=(0.3,))
+        thread.start()
+        taken.wait(10)
+        try:
+            with exclusive_lock(lock, "busy"):
+                assert not refused
+        except RunBusy:
+            assert refused
+        thread.join()
 
 
 # ---------------------------------------------------------------------------------------------- backbones

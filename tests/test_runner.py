@@ -125,25 +125,98 @@ def test_stopping_the_grid_stops_the_runs_it_started(tmp_path):
         pass
 
 
-@pytest.mark.usefixtures("real_data_dir")
-def test_a_cell_that_another_process_trains_is_busy_not_failed(tmp_path, capsys):
+def mini_profile(tmp_path, **changes) -> tuple:
+    """A one-dataset profile of tiny runs in ``tmp_path``: its YAML file, and the run folder of its cell 1."""
     from absa_lib.config import run_path
-    from absa_lib.fileio import exclusive_lock
 
     params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40,
-              "max_eval_examples": 20, "max_length": 32, "runs_dir": str(tmp_path / "runs")}
+              "max_eval_examples": 20, "max_length": 32, "runs_dir": str(tmp_path / "runs"), **changes}
     profile = tmp_path / "mini.yaml"
     profile.write_text(yaml.safe_dump(params))
-    run = run_path(profile_cells(params, ("tables",))[1].config, tmp_path / "runs")
+    return profile, run_path(profile_cells(params, ("tables",))[1].config, tmp_path / "runs")
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_with_busy_skip_a_cell_that_another_process_trains_is_busy_not_failed(tmp_path, capsys):
+    from absa_lib.fileio import exclusive_lock
+
+    profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
     with exclusive_lock(run / ".lock", "busy"):              # another trainer of this run
-        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 1
+        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1",
+                     "--busy", "skip"]) == 1
     out = capsys.readouterr().out
-    assert f"busy, not trained here: absa: error: {run}: another process is training this run" in out, out
+    assert f"busy, not trained here: {run}: another process is training this run (pid {os.getpid()})" in out, out
     assert "1 busy in another process, 0 failed" in out
     summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
     assert (summary["busy"], summary["failed"], summary["trained"]) == (1, 0, 0)
     assert not (run / "metrics.json").exists()
+    assert not (tmp_path / "runs" / "grid_logs" / f"{run.name}.log").exists()   # no process started for it
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_left(tmp_path, capsys, monkeypatch):
+    """`bash run_all.sh` started while a notebook trains one of its runs used to end with that cell
+    "busy" (exit 1) and the notebooks then failing on it; the grid now waits, then resumes the run."""
+    import threading
+
+    from absa_lib import runner
+    from absa_lib.fileio import exclusive_lock
+
+    monkeypatch.setattr(runner, "BUSY_POLL", 0.2)
+    profile, run = mini_profile(tmp_path)
+    run.mkdir(parents=True)
+    held, release = threading.Event(), threading.Event()
+
+    def holder():                                           # a trainer that stops before finishing
+        with exclusive_lock(run / ".lock", "busy"):
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(60)
+    threading.Timer(2.0, release.set).start()
+    try:
+        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
+    finally:
+        release.set()
+        thread.join()
+    out = capsys.readouterr().out
+    assert f"busy in another process ({run}: another process is training this run (pid {os.getpid()})); " \
+           "waiting for it" in out, out
+    assert "0 failed" in out and "busy in another process," not in out
+    summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
+    assert (summary["busy"], summary["trained"]) == (0, 1)
+    assert json.loads((run / "metrics.json").read_text())["complete"]
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_a_run_that_the_other_process_finishes_is_not_trained_again(tmp_path, capsys, monkeypatch):
+    from absa_lib import runner
+
+    monkeypatch.setattr(runner, "BUSY_POLL", 0.2)
+    profile, run = mini_profile(tmp_path, epochs=8)      # still training when the grid looks
+    argv = subprocess.run([sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(profile), "--part",
+                           "tables", "--list"], capture_output=True, text=True, check=True).stdout.splitlines()[1]
+    other = subprocess.Popen([sys.executable, "-m", "absa_lib.cli", *shlex.split(argv)[1:]],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and other.poll() is None and not (
+                (run / ".lock").exists() and (run / ".lock").read_text().strip() == str(other.pid)):
+            time.sleep(0.05)
+        assert other.poll() is None, "the other process ended before the grid could see it train"
+        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
+        assert other.wait(60) == 0
+    finally:
+        other.kill()
+        other.wait()
+    out = capsys.readouterr().out
+    assert "waiting for it" in out and f"finished by the other process ({run.name})" in out, out
+    summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
+    assert (summary["busy"], summary["trained"], summary["cached"]) == (0, 0, 1)
+    assert not (tmp_path / "runs" / "grid_logs" / f"{run.name}.log").exists()   # the grid started nothing
 
 
 def test_grid_model_filter_keeps_only_those_models_cells(capsys):

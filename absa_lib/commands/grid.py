@@ -4,11 +4,13 @@
     absa grid --profile gpu --workers 4       # 4 concurrent runs per visible GPU
     absa grid --profile gpu --list            # one `absa train` command per cell
     absa grid --profile gpu --cell 7          # only cell 7 (e.g. $SLURM_ARRAY_TASK_ID)
+    absa grid --profile gpu --cell 7 --busy skip   # ... and exit 1 at once if another job trains it
     absa grid --profile gpu --model cg-bert qacg-bert    # only these models' cells
     absa grid --profile gpu --model bert-single --seed 42    # and only this seed's
     absa grid --profile cpu --export results/reference   # copy finished runs' records (no weights)
 
-Finished runs are skipped, interrupted ones resume. The summary goes to
+Finished runs are skipped, interrupted ones resume, and a run that another process is training
+(another grid, a notebook) is waited for; ``--busy skip`` reports it busy instead. The summary goes to
 ``<runs_dir>/grid_summary_<profile>.json``. Stopping the grid (Ctrl-C, ``kill``, a scheduler's
 SIGTERM) stops the runs it started; each resumes from its last finished epoch next time.
 """
@@ -23,7 +25,7 @@ import time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.runner import PARTS
+    from absa_lib.runner import BUSY, PARTS
 
     p = sub.add_parser("grid", help="train every run of a profile (tables, ablations): a queue or a GPU pool",
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -32,6 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="concurrent runs per GPU (default 4); on a CPU (default: one single-threaded run per core, at most 4)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads per run (default: torch's choice)")
+    p.add_argument("--busy", choices=BUSY, default="wait",
+                   help="a run that another process is training: wait for it to end, then count it finished "
+                        "or resume it (default), or skip it at once and report it busy (exit 1)")
     p.add_argument("--list", action="store_true", help="print one `absa train` command per cell and exit")
     p.add_argument("--count", action="store_true", help="print the number of cells and exit")
     p.add_argument("--model", nargs="+", default=None, metavar="MODEL",
@@ -112,13 +117,13 @@ def run(args: argparse.Namespace) -> int:
         cells = [cells[args.cell]]
     t0 = time.time()
     with _sigterm_exits():
-        rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads)
+        rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads, busy=args.busy)
     suffix = (("_" + "+".join(args.model) if args.model else "") + ("_seed" + "+".join(map(str, args.seed)) if args.seed else "")
               + (f"_cell{args.cell}" if args.cell is not None else ""))
     summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
                             {"profile": name, "parts": args.part, "models": args.model or "all", "seeds": args.seed or "all",
                              "device": str(default_device()),
-                             "workers_per_gpu": args.workers})
+                             "workers_per_gpu": args.workers, "busy": args.busy})
     busy = f"{summary['busy']} busy in another process, " if summary["busy"] else ""
     print(f"[grid] {summary['runs']} runs: {summary['trained']} trained, {summary['cached']} finished before, "
           f"{busy}{summary['failed']} failed, in {summary['wall_seconds']:.0f}s; summary: "
