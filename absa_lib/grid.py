@@ -5,7 +5,8 @@ A grid is a list of :class:`Spec` (what varies: model, input variant, preset, sa
 times datasets times seeds; everything else (backbone, budget) comes from the notebook's parameters
 (:func:`train_base`). The ablation specs are listed in :mod:`absa_lib.ablations`.
 :func:`absa_lib.training.train` returns a finished run with the same configuration instantly, so
-notebooks can share runs: ``03`` reuses ``02``'s CG-BERT runs, ``04`` and ``05`` reuse ``03``'s.
+notebooks can share runs: ``03`` reuses ``02``'s CG-BERT runs, ``04`` and ``05`` reuse ``03``'s. A run
+that another process is training (``absa grid`` in a terminal beside the notebook) is waited for.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
         ``{(dataset, spec.label): [Run, ...]}``; empty lists where nothing exists (render).
     """
     from absa_lib.runs import find_runs
-    from absa_lib.training import train
+    from absa_lib.training import train_when_free
 
     out = {}
     for dataset in datasets:
@@ -127,7 +128,8 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
                 continue
             runs = []
             for config in make_configs(spec, dataset, seeds, **base):
-                run = train(config, runs_dir=runs_dir, data_dir=data_dir or None, force=force, progress=progress)
+                run = train_when_free(config, runs_dir=runs_dir, data_dir=data_dir or None, force=force,
+                                      progress=progress)
                 state = "cached" if run.cached else "trained"
                 print(f"[runs] {dataset} {spec.label} seed {config.seed}: {state} {run.run_id}")
                 runs.append(run)

@@ -140,7 +140,6 @@ def _slots(workers: int | None) -> list[str | None]:
 
 
 BUSY = ("wait", "skip")  # what the grid does with a run that another process is training
-BUSY_POLL = 5.0         # seconds between two looks at a busy run's lock
 
 
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
@@ -148,7 +147,7 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
     """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell.
 
     A run that another process is training (another grid, a notebook, an overlapping array job)
-    holds no slot: with ``busy="wait"`` the grid looks at its lock every :data:`BUSY_POLL` seconds and,
+    holds no slot: with ``busy="wait"`` the grid looks at its lock every ``training.BUSY_POLL`` seconds and,
     once it is free, counts the run as finished there or resumes it; with ``"skip"`` it reports it
     busy at once. Stopped (Ctrl-C, SIGTERM, an error), the grid stops the runs it started: none goes
     on training unwatched."""
@@ -167,7 +166,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
     from absa_lib.config import run_path
     from absa_lib.fileio import lock_holder
     from absa_lib.runs import marked_complete
-    from absa_lib.training import RUN_LOCK
+    from absa_lib.training import BUSY_POLL, RUN_LOCK
 
     logs = Path(runs_dir) / "grid_logs"
     logs.mkdir(parents=True, exist_ok=True)

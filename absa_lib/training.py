@@ -33,9 +33,9 @@ from absa_lib import data as D
 from absa_lib.checkpoint import load_trainer_state, save_checkpoint, verify_checksums
 from absa_lib.config import TrainConfig, check_max_length, data_checksums, resolved, run_identity, run_path
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
-from absa_lib.errors import AbsaError, one_line
+from absa_lib.errors import AbsaError, RunBusy, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
-from absa_lib.fileio import atomic_write_json, exclusive_lock
+from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import compute_metrics, selection_metric
@@ -183,6 +183,24 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             row = _train_epoch(session, epoch, progress)
             _evaluate_and_select(session, epoch, row, progress)
         return _finish(session)
+
+
+BUSY_POLL = 5.0         # seconds between two looks at the lock of a run that another process trains
+
+
+def train_when_free(config: TrainConfig, runs_dir=None, log=print, **kwargs) -> Run:
+    """:func:`train`, but a run that another process is training (a grid beside this notebook) is
+    waited for, with one line saying so, instead of refused: once that process lets go of it, the run
+    comes from the cache, or resumes from the last epoch that process finished."""
+    lock = run_path(resolved(config), runs_dir) / RUN_LOCK
+    while True:
+        try:
+            return train(config, runs_dir=runs_dir, **kwargs)
+        except RunBusy:
+            if (holder := lock_holder(lock)) is not None:
+                log(f"[runs] {lock.parent}: another process is training this run (pid {holder}); waiting for it")
+            while lock_holder(lock) is not None:
+                time.sleep(BUSY_POLL)
 
 
 def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir) -> _Session:

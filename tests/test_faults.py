@@ -500,6 +500,43 @@ def test_a_lock_held_for_a_moment_delays_the_next_holder_instead_of_refusing_it(
         thread.join()
 
 
+def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(monkeypatch, tmp_path, capsys):
+    """Notebook 02 run beside `absa grid` used to stop with RunBusy on the grid's run; it now waits
+    for it (one line), then finds it finished or, as here, resumes what the other process left."""
+    import threading
+
+    from absa_lib import training
+    from absa_lib.config import run_path
+    from absa_lib.grid import Spec, make_configs, run_grid
+
+    monkeypatch.setattr(training, "BUSY_POLL", 0.1)
+    spec, base = Spec("QACG-BERT", "qacg-bert", "none"), dict(backbone="tiny", epochs=1, batch_size=16, max_length=48,
+                                                              max_train_examples=32, max_eval_examples=20)
+    run = run_path(make_configs(spec, "sentihood", [3], **base)[0], tmp_path)
+    run.mkdir(parents=True)
+    held, release = threading.Event(), threading.Event()
+
+    def other_trainer():                                    # holds the run, then stops without finishing it
+        with exclusive_lock(run / ".lock", "busy"):
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=other_trainer)
+    thread.start()
+    held.wait(60)
+    threading.Timer(1.0, release.set).start()
+    try:
+        grid = run_grid([spec], ["sentihood"], [3], base, tmp_path, progress=False)
+    finally:
+        release.set()
+        thread.join()
+    out = capsys.readouterr().out
+    assert f"[runs] {run}: another process is training this run (pid {os.getpid()}); waiting for it" in out, out
+    assert out.count("waiting for it") == 1
+    [trained] = grid[("sentihood", "QACG-BERT")]
+    assert Path(trained.path) == run and not trained.cached and json.loads((run / "metrics.json").read_text())["complete"]
+
+
 # ---------------------------------------------------------------------------------------------- backbones
 
 

@@ -160,10 +160,10 @@ def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_le
     "busy" (exit 1) and the notebooks then failing on it; the grid now waits, then resumes the run."""
     import threading
 
-    from absa_lib import runner
+    from absa_lib import training
     from absa_lib.fileio import exclusive_lock
 
-    monkeypatch.setattr(runner, "BUSY_POLL", 0.2)
+    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
     held, release = threading.Event(), threading.Event()
@@ -193,9 +193,9 @@ def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_le
 
 @pytest.mark.usefixtures("real_data_dir")
 def test_a_run_that_the_other_process_finishes_is_not_trained_again(tmp_path, capsys, monkeypatch):
-    from absa_lib import runner
+    from absa_lib import training
 
-    monkeypatch.setattr(runner, "BUSY_POLL", 0.2)
+    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path, epochs=8)      # still training when the grid looks
     argv = subprocess.run([sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(profile), "--part",
                            "tables", "--list"], capture_output=True, text=True, check=True).stdout.splitlines()[1]
