@@ -98,6 +98,18 @@ def collect_env() -> dict:
     }
 
 
+def describe(config: dict, seed: bool = True) -> str:
+    """A run's configuration in a few words, for scripts that list runs, e.g. ``semeval cg-bert NLI-M
+    gate_activation=sigmoid (paper) seed 42`` or ``semeval bert-single per-context batches (paper)
+    seed 42`` (without ``seed``: what its seeds share)."""
+    aux = f" {config['aux']}" if config.get("aux") not in (None, "none", "single") else ""
+    overrides = "".join(f" {k}={v}" for k, v in sorted((config.get("model_overrides") or {}).items()))
+    objective = f" {config['objective']}" if config.get("objective", "single") != "single" else ""
+    sampler = f" {config['sampler']} batches" if config.get("sampler", "uniform") != "uniform" else ""
+    return (f"{config['dataset']} {config['model']}{aux}{overrides}{objective}{sampler} ({config['preset']})"
+            + (f" seed {config['seed']}" if seed else ""))
+
+
 @dataclass
 class Run:
     """A training run on disk. ``cached`` is True when it was found rather than trained."""

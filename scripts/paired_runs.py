@@ -30,7 +30,7 @@ import sys
 from absa_lib.config import NEUTRAL_DEFAULTS, TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import METRICS
-from absa_lib.runs import find_runs
+from absa_lib.runs import describe, find_runs
 from absa_lib.tables import aggregate_metrics
 
 NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
@@ -52,13 +52,6 @@ def scores(run) -> dict[str, float]:
     """The run's test metrics at its dev-best epoch, in %, keyed as the tables are."""
     dataset = run.config["dataset"]
     return {k: mean for k, (mean, _) in aggregate_metrics(dataset, [run.selected("dev_best")["test"]]).items()}
-
-
-def label(config: dict) -> str:
-    aux = f" {config['aux']}" if config.get("aux") not in (None, "none", "single") else ""
-    overrides = "".join(f" {k}={v}" for k, v in sorted((config.get("model_overrides") or {}).items()))
-    objective = f" {config['objective']}" if config.get("objective", "single") != "single" else ""
-    return f"{config['dataset']} {config['model']}{aux}{overrides}{objective} ({config['preset']}) seed {config['seed']}"
 
 
 def machine(run) -> str:
@@ -98,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in scale:
         by_seedless.setdefault(key(run.config, "seed"), []).append(run)
     deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
-    for run in sorted(new, key=lambda r: label(r.config)):
-        dataset, name = run.config["dataset"], label(run.config)
+    for run in sorted(new, key=lambda r: describe(r.config)):
+        dataset, name = run.config["dataset"], describe(run.config)
         if dataset not in METRICS:
             print(f"{name}: skipped (dataset {dataset!r} has no table metrics; expected one of {', '.join(METRICS)})")
             continue
