@@ -196,7 +196,7 @@ def test_a_run_that_the_other_process_finishes_is_not_trained_again(tmp_path, ca
     from absa_lib import training
 
     monkeypatch.setattr(training, "BUSY_POLL", 0.2)
-    profile, run = mini_profile(tmp_path, epochs=8)      # still training when the grid looks
+    profile, run = mini_profile(tmp_path, epochs=20)     # still training when the grid looks (8 epochs: 5 s here)
     argv = subprocess.run([sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(profile), "--part",
                            "tables", "--list"], capture_output=True, text=True, check=True).stdout.splitlines()[1]
     other = subprocess.Popen([sys.executable, "-m", "absa_lib.cli", *shlex.split(argv)[1:]],
