@@ -31,6 +31,8 @@ def test_the_dev_best_epoch_plateau_and_test_best_come_from_the_runs_own_epochs(
     assert line == (f"{four_class[chosen - 1]:.1f}", f"{plateau:.1f}", f"{four_class[chosen - 1] - plateau:+.1f}",
                     f"{best:.1f}", str(four_class.index(best) + 1))
     assert line[0] == "76.4"                                # Table 2's BERT-single 4-class cell, dev-best
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"picks epoch {chosen} while polarity still rises; its last five epochs average {plateau:.1f}" in readme
     summary = out.split("mean over seeds (n)\n")[1]
     assert re.search(r"semeval bert-pair NLI-M \(paper\) \(3\) ", summary)     # three seeds, one row
     assert "seed 42" not in summary and "sentihood" not in out
