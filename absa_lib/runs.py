@@ -98,15 +98,15 @@ def collect_env() -> dict:
     }
 
 
-def describe(config: dict, seed: bool = True) -> str:
+def describe(config: dict, seed: bool = True, dataset: bool = True) -> str:
     """A run's configuration in a few words, for scripts that list runs, e.g. ``semeval cg-bert NLI-M
-    gate_activation=sigmoid (paper) seed 42`` or ``semeval bert-single per-context batches (paper)
-    seed 42`` (without ``seed``: what its seeds share)."""
-    aux = f" {config['aux']}" if config.get("aux") not in (None, "none", "single") else ""
+    gate_activation=sigmoid (paper) seed 42``, ``sentihood qacg-bert (no aux) (paper) seed 43`` or
+    ``semeval bert-single per-context batches (paper) seed 42`` (without ``seed``: what its seeds share; without ``dataset``: a row of a dataset's table)."""
+    aux = {None: "", "single": "", "none": " (no aux)"}.get(config.get("aux"), f" {config.get('aux')}")
     overrides = "".join(f" {k}={v}" for k, v in sorted((config.get("model_overrides") or {}).items()))
     objective = f" {config['objective']}" if config.get("objective", "single") != "single" else ""
     sampler = f" {config['sampler']} batches" if config.get("sampler", "uniform") != "uniform" else ""
-    return (f"{config['dataset']} {config['model']}{aux}{overrides}{objective}{sampler} ({config['preset']})"
+    return ((f"{config['dataset']} " if dataset else "") + f"{config['model']}{aux}{overrides}{objective}{sampler} ({config['preset']})"
             + (f" seed {config['seed']}" if seed else ""))
 
 

@@ -199,5 +199,24 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_qacg_b
 if allow_training:
     notebook.outputs += grid.export_records(runs, notebook.dirs.results)
 
+# %% [markdown]
+# ### What the dev-selected epoch gives away
+#
+# The tables take each run at the epoch where the selection metric (SentiHood: strict accuracy;
+# SemEval: aspect F1) is best on dev. When that metric stops moving early while another still
+# rises or swings, the choice falls among near-equal epochs and the other metric pays for it. Beside
+# each dev-best cell, the plateau: the mean of the run's last five epochs on the test set, which no
+# choice touches (runs of more than five epochs; the 25-epoch runs of the `gpu` profile in the
+# reference). In the reference, BERT-single's SemEval polarity is the case in point: aspect F1 is
+# flat from epoch 3, dev picks epoch 10, and its 4-class accuracy rises until about epoch 15.
+
+# %%
+from absa_lib import plateau
+
+spread = plateau.spread_table(all_runs)
+md = plateau.spread_markdown(spread)
+notebook.outputs += tables.write_table(spread, md, notebook.dirs.results, "selection_spread")
+show_markdown(md)
+
 # %%
 notebook.finish(all_runs)

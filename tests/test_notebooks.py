@@ -28,7 +28,8 @@ EXPECTED = {
     "02_cg_bert": ["figures/curves_cg_bert.png", "figures/curves_cg_bert.pdf"],
     "03_qacg_bert": ["results/table1_sentihood.csv", "results/table1_sentihood.md",
                      "results/table2_semeval.csv", "results/table2_semeval.md",
-                     "figures/curves_qacg_bert.png", "figures/curves_qacg_bert.pdf"],
+                     "figures/curves_qacg_bert.png", "figures/curves_qacg_bert.pdf",
+                     "results/selection_spread.csv", "results/selection_spread.md"],
     "04_ablations": ["results/ablations.csv", "results/ablations.md", "figures/ablations.png", "figures/ablations.pdf",
                      "figures/curves_cg_no_aux.png", "figures/curves_cg_no_aux.pdf"],
     "05_figures": [f"{folder}/{name}.{ext}" for name in ("fig3_relevance", "fig4_histograms", "fig5_attention")

@@ -20,7 +20,7 @@ def test_it_pairs_a_run_with_the_one_that_differs_in_the_field_and_scales_by_the
     assert paired_runs.main(["group_by_length", str(REFERENCE / "checks" / "group_by_length"),
                              str(REFERENCE / "runs")]) == 0
     out = capsys.readouterr().out
-    assert "sentihood qacg-bert (paper) seed 42: group_by_length True -> False; scale: seed 43" in out
+    assert "sentihood qacg-bert (no aux) (paper) seed 42: group_by_length True -> False; scale: seed 43" in out
     assert re.search(r"Strict Acc +60\.0 -> +57\.7 +\( -2\.3\) +seed: +-7\.5\n", out)      # docs/results.md's table
     assert re.search(r"Sentiment AUC +1\.8 \(1\.8\) +22\.7 \(22\.7\)\n", out)
 
@@ -46,7 +46,7 @@ def test_machine_pairs_a_retrained_record_with_its_committed_twin_and_never_with
     bert_pair = out.split("semeval bert-pair NLI-M (paper) seed 42: machine ")[1].split("\n")
     assert bert_pair[0].endswith("; scale: seed 43")
     assert re.fullmatch(r" +P +92\.3 -> +92\.3 +\( \+0\.0\) +seed: +-2\.3", bert_pair[1])
-    sentence_only = out.split("semeval qacg-bert (paper) seed 42: machine ")[1].split("\n")
+    sentence_only = out.split("semeval qacg-bert (no aux) (paper) seed 42: machine ")[1].split("\n")
     assert re.fullmatch(r" +F1 +58\.3 -> +58\.9 +\( \+0\.6\) +seed: +\+7\.4", sentence_only[3])
     # the training losses: every pair differs in the last bits; with the quasi-attention, far more
     assert re.fullmatch(r" +training loss +0\.7372418 -> 0\.7460008 +\(relative 1\.2e-02\)", sentence_only[7])
