@@ -24,11 +24,18 @@ from absa_lib.tables import aggregate_metrics, budget_label, split_by_budget
 LAST = 5    # epochs in the plateau
 
 
+def _check(run, last: int) -> None:
+    if last < 1:
+        raise AbsaError(f"last={last}: the plateau needs at least one epoch")
+    if run.config["dataset"] not in METRICS:
+        raise AbsaError(f"{run.path}: dataset {run.config['dataset']!r} has no table metrics; expected one of "
+                        f"{', '.join(METRICS)}")
+
+
 def epoch_spread(run, last: int = LAST) -> dict[str, dict[str, float]]:
     """Per table metric of ``run`` (in %): the test value at the dev-best epoch (``dev_best``), the
     plateau (``plateau``), and the test set's own best epoch (``best``, ``best_epoch``; optimistic)."""
-    if last < 1:
-        raise AbsaError(f"last={last}: the plateau needs at least one epoch")
+    _check(run, last)
     dataset, epochs = run.config["dataset"], run.metrics["epochs"]
     curve = [{k: mean for k, (mean, _) in aggregate_metrics(dataset, [e["test"]]).items()} for e in epochs]
     chosen = run.selected("dev_best")["epoch"]
@@ -50,6 +57,7 @@ def spread_table(runs: list, last: int = LAST) -> pd.DataFrame:
         raise AbsaError(f"last={last}: the plateau needs at least one epoch")
     systems: dict[tuple[str, str], list] = {}
     for run in runs:
+        _check(run, last)
         if len(run.metrics["epochs"]) > last:
             systems.setdefault((run.config["dataset"], describe(run.config, seed=False, dataset=False)), []).append(run)
     records, columns = [], ["dataset", "system", "budget", "n_seeds", "seeds", "dev_epochs"]

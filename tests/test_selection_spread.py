@@ -80,3 +80,7 @@ def test_no_run_long_enough_is_said_and_a_plateau_of_no_epoch_refused():
     assert "_No finished run has more than 5 epochs yet._" in plateau.spread_markdown(df)
     with pytest.raises(AbsaError, match="last=0"):
         plateau.spread_table([], last=0)
+    [run] = find_runs(BERT_SINGLE)
+    run.config["dataset"] = "phones"                        # a dataset of your own: no Table 1/2 metrics
+    with pytest.raises(AbsaError, match="dataset 'phones' has no table metrics; expected one of sentihood, semeval"):
+        plateau.spread_table([run])
