@@ -17,9 +17,9 @@ from __future__ import annotations
 import pandas as pd
 
 from absa_lib.errors import AbsaError
-from absa_lib.paper_numbers import METRICS, TITLES
+from absa_lib.paper_numbers import METRICS, TITLES, paper_rows
 from absa_lib.runs import describe
-from absa_lib.tables import aggregate_metrics, budget_label, split_by_budget
+from absa_lib.tables import aggregate_metrics, budget_label, matches, split_by_budget
 
 LAST = 5    # epochs in the plateau
 
@@ -49,19 +49,26 @@ def epoch_spread(run, last: int = LAST) -> dict[str, dict[str, float]]:
     return out
 
 
+def system_name(config: dict) -> str:
+    """The Table 1/2 row a run reproduces (e.g. ``QACG-BERT (auxiliary sentences)``), else its
+    configuration but the seed (an ablation: ``cg-bert NLI-M gate_activation=sigmoid (paper)``)."""
+    row = next((r for r in paper_rows(config["dataset"]) if matches(config, r, config["dataset"])), None)
+    return row.name if row is not None else describe(config, seed=False, dataset=False)
+
+
 def spread_table(runs: list, last: int = LAST) -> pd.DataFrame:
-    """One row per dataset, system (configuration but the seed) and budget, over the runs with more
-    than ``last`` epochs: ``n_seeds``, ``seeds``, ``dev_epochs`` (the dev-best epoch of each seed), and
-    per table metric ``<m>_dev_best``, ``<m>_plateau`` and ``<m>_gap`` (dev-best minus plateau), in %."""
+    """One row per dataset, system (:func:`system_name`) and budget, over the runs with more than
+    ``last`` epochs: ``n_seeds``, ``seeds``, ``dev_epochs`` (the dev-best epoch of each seed), and per
+    table metric ``<m>_dev_best``, ``<m>_plateau`` and ``<m>_gap`` (dev-best minus plateau), in %."""
     if last < 1:
         raise AbsaError(f"last={last}: the plateau needs at least one epoch")
     systems: dict[tuple[str, str], list] = {}
     for run in runs:
         _check(run, last)
         if len(run.metrics["epochs"]) > last:
-            systems.setdefault((run.config["dataset"], describe(run.config, seed=False, dataset=False)), []).append(run)
+            systems.setdefault((run.config["dataset"], system_name(run.config)), []).append(run)
     records, columns = [], ["dataset", "system", "budget", "n_seeds", "seeds", "dev_epochs"]
-    for (dataset, system), group in sorted(systems.items(), key=lambda item: (list(METRICS).index(item[0][0]), item[0][1])):
+    for (dataset, system), group in sorted(systems.items(), key=lambda item: _order(*item[0])):
         for same_budget in split_by_budget(group):
             same_budget = sorted(same_budget, key=lambda r: r.config["seed"])
             chosen = aggregate_metrics(dataset, [r.selected("dev_best")["test"] for r in same_budget])
@@ -75,6 +82,12 @@ def spread_table(runs: list, last: int = LAST) -> pd.DataFrame:
             records.append(record)
     metric_columns = dict.fromkeys(c for record in records for c in record if c not in columns)
     return pd.DataFrame.from_records(records, columns=columns + list(metric_columns))
+
+
+def _order(dataset: str, system: str) -> tuple:
+    """Datasets as the paper's tables, and within one the paper's row order, then the other systems."""
+    names = [r.name for r in paper_rows(dataset)]
+    return list(METRICS).index(dataset), names.index(system) if system in names else len(names), system
 
 
 def spread_markdown(df: pd.DataFrame, last: int = LAST) -> str:

@@ -40,7 +40,7 @@ def test_the_script_shows_each_runs_dev_best_epoch_plateau_and_test_best(capsys)
     assert line == (f"{four_class[chosen - 1]:.1f}", f"{plateau_value:.1f}", f"{four_class[chosen - 1] - plateau_value:+.1f}",
                     f"{best:.1f}", str(four_class.index(best) + 1))
     assert line[0] == "76.4"                                # Table 2's BERT-single 4-class cell, dev-best
-    assert "| bert-pair NLI-M (paper) | minilm, 25 epochs | 42 43 44 |" in out     # three seeds, one row
+    assert "| BERT-pair (Sun et al. 2019) | minilm, 25 epochs | 42 43 44 |" in out     # three seeds, one row
     assert "sentihood" not in out.lower().replace("table 1: sentihood", "")
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"picks epoch {chosen} while polarity still rises; its last five epochs average {plateau_value:.1f}" in readme
@@ -59,7 +59,7 @@ def test_cells_are_the_tables_dev_best_cells_beside_the_plateau_of_the_same_seed
     runs = find_runs(RUNS, dataset="semeval")
     df = plateau.spread_table(runs, last=5)
     assert set(df["budget"]) == {"minilm, 25 epochs"}        # the 1-epoch runs have no plateau
-    pair = df[df["system"] == "bert-pair NLI-M (paper)"].iloc[0]
+    pair = df[df["system"] == "BERT-pair (Sun et al. 2019)"].iloc[0]
     assert (pair["n_seeds"], pair["seeds"]) == (3, "42 43 44")
     table = tables.build_table("semeval", runs)
     row = table[(table["model"] == "BERT-pair (Sun et al. 2019)") & (table["selection"] == "dev_best")
