@@ -92,11 +92,11 @@ def _order(dataset: str, system: str) -> tuple:
 
 def spread_markdown(df: pd.DataFrame, last: int = LAST) -> str:
     """The table of :func:`spread_table`, one block per dataset, cells ``dev-best / plateau (gap)``."""
-    lines = ["# What the dev-selected epoch gives away (test set, %)", "",
-             f"Cells: the test value at the epoch chosen on dev (the tables' default) / the mean over the "
+    intro = (f"Cells: the test value at the epoch chosen on dev (the tables' default) / the mean over the "
              f"last {last} epochs (the plateau), and their difference; mean over seeds, SemEval F1 from the "
              f"mean P and mean R as in Table 2. Runs of more than {last} epochs only. A large gap means the "
-             "selection metric had stopped moving while this one had not.", ""]
+             "selection metric had stopped moving while this one had not.")
+    lines = ["# What the dev-selected epoch gives away (test set, %)", "", intro, ""]
     if df.empty:
         lines.append(f"_No finished run has more than {last} epochs yet._")
     for dataset in dict.fromkeys(df["dataset"]):
