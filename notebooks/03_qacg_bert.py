@@ -207,8 +207,8 @@ if allow_training:
 # rises or swings, the choice falls among near-equal epochs and the other metric pays for it. Beside
 # each dev-best cell, the plateau: the mean of the run's last five epochs on the test set, which no
 # choice touches (runs of more than five epochs; the 25-epoch runs of the `gpu` profile in the
-# reference). In the reference, BERT-single's SemEval polarity is the case in point: aspect F1 is
-# flat from epoch 3, dev picks epoch 10, and its 4-class accuracy rises until about epoch 15.
+# reference). In the committed reference, BERT-single on SemEval is the case in point: its polarity
+# is still rising when aspect F1 has stopped moving (`docs/results.md`, "What the 25-epoch GPU runs say").
 
 # %%
 from absa_lib import plateau
