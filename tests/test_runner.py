@@ -192,6 +192,48 @@ def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_le
 
 
 @pytest.mark.usefixtures("real_data_dir")
+def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(tmp_path, capsys, monkeypatch):
+    """The race: the grid saw the run free and started its trainer, but another process took the run
+    first; the trainer is refused (exit 75) and the grid waits for the run instead of failing it."""
+    import threading
+
+    from absa_lib import fileio, training
+    from absa_lib.fileio import exclusive_lock
+
+    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
+    profile, run = mini_profile(tmp_path)
+    run.mkdir(parents=True)
+    held, release, looks = threading.Event(), threading.Event(), []
+    real_look = fileio.lock_holder
+
+    def look(path):                                         # the first look misses the holder (the race)
+        looks.append(path)
+        if len(looks) == 2:                                  # the grid waits: let the holder go soon
+            threading.Timer(0.5, release.set).start()
+        return None if len(looks) == 1 else real_look(path)
+
+    def holder():
+        with exclusive_lock(run / ".lock", "busy"):
+            held.set()
+            release.wait(120)
+
+    monkeypatch.setattr(fileio, "lock_holder", look)
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(60)
+    try:
+        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
+    finally:
+        release.set()
+        thread.join()
+    out = capsys.readouterr().out
+    assert f"busy in another process ({run}: another process is training this run" in out and "waiting for it" in out, out
+    summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
+    assert (summary["busy"], summary["failed"], summary["trained"]) == (0, 0, 1)
+    assert "another process is training this run" in (tmp_path / "runs" / "grid_logs" / f"{run.name}.log").read_text()
+
+
+@pytest.mark.usefixtures("real_data_dir")
 def test_a_run_that_the_other_process_finishes_is_not_trained_again(tmp_path, capsys, monkeypatch):
     from absa_lib import training
 
