@@ -60,3 +60,34 @@ def tiny_dir(tmp_path_factory) -> Path:
     BertModel(backbone_config("tiny")).save_pretrained(path)
     shutil.copy(TINY_VOCAB, path / "vocab.txt")
     return path
+
+
+@pytest.fixture
+def other_trainer():
+    """``hold(lock_path)``: another trainer holds the run lock ``lock_path`` (in a thread; the lock is
+    per open file, so this process's own grid or notebook sees it as another holder) until the returned
+    event is set, which the test does, or at its end."""
+    import threading
+
+    from absa_lib.fileio import exclusive_lock
+
+    held = []
+
+    def hold(lock_path: Path) -> threading.Event:
+        taken, release = threading.Event(), threading.Event()
+
+        def trainer():
+            with exclusive_lock(lock_path, "busy"):
+                taken.set()
+                release.wait(120)
+
+        thread = threading.Thread(target=trainer)
+        thread.start()
+        held.append((thread, release))
+        assert taken.wait(60), f"{lock_path}: the other trainer never took the lock"
+        return release
+
+    yield hold
+    for thread, release in held:
+        release.set()
+        thread.join()

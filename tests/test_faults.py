@@ -500,7 +500,8 @@ def test_a_lock_held_for_a_moment_delays_the_next_holder_instead_of_refusing_it(
         thread.join()
 
 
-def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(monkeypatch, tmp_path, capsys):
+def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(monkeypatch, tmp_path, capsys,
+                                                                                 other_trainer):
     """Notebook 02 run beside `absa grid` used to stop with RunBusy on the grid's run; it now waits
     for it (one line), then finds it finished or, as here, resumes what the other process left."""
     import threading
@@ -514,22 +515,9 @@ def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(
                                                               max_train_examples=32, max_eval_examples=20)
     run = run_path(make_configs(spec, "sentihood", [3], **base)[0], tmp_path)
     run.mkdir(parents=True)
-    held, release = threading.Event(), threading.Event()
-
-    def other_trainer():                                    # holds the run, then stops without finishing it
-        with exclusive_lock(run / ".lock", "busy"):
-            held.set()
-            release.wait(60)
-
-    thread = threading.Thread(target=other_trainer)
-    thread.start()
-    held.wait(60)
+    release = other_trainer(run / ".lock")                  # holds the run, then stops without finishing it
     threading.Timer(1.0, release.set).start()
-    try:
-        grid = run_grid([spec], ["sentihood"], [3], base, tmp_path, progress=False)
-    finally:
-        release.set()
-        thread.join()
+    grid = run_grid([spec], ["sentihood"], [3], base, tmp_path, progress=False)
     out = capsys.readouterr().out
     assert f"[runs] {run}: another process is training this run (pid {os.getpid()}); waiting for it" in out, out
     assert out.count("waiting for it") == 1

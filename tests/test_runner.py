@@ -155,33 +155,20 @@ def test_with_busy_skip_a_cell_that_another_process_trains_is_busy_not_failed(tm
 
 
 @pytest.mark.usefixtures("real_data_dir")
-def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_left(tmp_path, capsys, monkeypatch):
+def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_left(tmp_path, capsys, monkeypatch,
+                                                                                   other_trainer):
     """`bash run_all.sh` started while a notebook trains one of its runs used to end with that cell
     "busy" (exit 1) and the notebooks then failing on it; the grid now waits, then resumes the run."""
     import threading
 
     from absa_lib import training
-    from absa_lib.fileio import exclusive_lock
 
     monkeypatch.setattr(training, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
-    held, release = threading.Event(), threading.Event()
-
-    def holder():                                           # a trainer that stops before finishing
-        with exclusive_lock(run / ".lock", "busy"):
-            held.set()
-            release.wait(60)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    held.wait(60)
+    release = other_trainer(run / ".lock")                  # a trainer that stops before finishing
     threading.Timer(2.0, release.set).start()
-    try:
-        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
-    finally:
-        release.set()
-        thread.join()
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert f"busy in another process ({run}: another process is training this run (pid {os.getpid()})); " \
            "waiting for it" in out, out
@@ -192,19 +179,18 @@ def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_le
 
 
 @pytest.mark.usefixtures("real_data_dir")
-def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(tmp_path, capsys, monkeypatch):
+def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(tmp_path, capsys, monkeypatch,
+                                                                               other_trainer):
     """The race: the grid saw the run free and started its trainer, but another process took the run
     first; the trainer is refused (exit 75) and the grid waits for the run instead of failing it."""
     import threading
 
     from absa_lib import fileio, training
-    from absa_lib.fileio import exclusive_lock
 
     monkeypatch.setattr(training, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
-    held, release, looks = threading.Event(), threading.Event(), []
-    real_look = fileio.lock_holder
+    release, looks, real_look = other_trainer(run / ".lock"), [], fileio.lock_holder
 
     def look(path):                                         # the first look misses the holder (the race)
         looks.append(path)
@@ -212,20 +198,8 @@ def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(
             threading.Timer(0.5, release.set).start()
         return None if len(looks) == 1 else real_look(path)
 
-    def holder():
-        with exclusive_lock(run / ".lock", "busy"):
-            held.set()
-            release.wait(120)
-
     monkeypatch.setattr(fileio, "lock_holder", look)
-    thread = threading.Thread(target=holder)
-    thread.start()
-    held.wait(60)
-    try:
-        assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
-    finally:
-        release.set()
-        thread.join()
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert f"busy in another process ({run}: another process is training this run" in out and "waiting for it" in out, out
     summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
