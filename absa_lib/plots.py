@@ -172,10 +172,12 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
     Args:
         tokens: the T key tokens.
         rows: ``{label: [T values]}``, e.g. ``Â``, ``A_self``, ``λ_A·A_quasi``; each is normalised
-            here by its max |·|.
+            here by its max |·|, which its row label prints, so that a row of tiny values does
+            not read as strong as the others.
     """
     labels = list(rows)
     values = np.stack([normalise_abs(rows[k]) for k in labels])              # (R, T)
+    scales = [float(np.abs(np.asarray(rows[k], dtype=float)).max(initial=0.0)) for k in labels]
     fig, axes = _new((max(5.0, 0.42 * len(tokens)) + 1.0, 0.9 + 0.45 * len(labels)))
     ax = axes[0][0]
     image = ax.imshow(values, cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto")
@@ -183,9 +185,9 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5,
                 color="white" if abs(v) > 0.6 else "black")
     ax.set_xticks(range(len(tokens)), tokens, rotation=70, fontsize=7)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), [f"{k}\nmax |·| {m:.3g}" for k, m in zip(labels, scales)], fontsize=8)
     ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="normalised by max |·|")
+    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="normalised by the row's max |·|")
     return fig
 
 

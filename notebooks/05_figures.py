@@ -161,7 +161,8 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "fig4_histogra
 #
 # Test sentence 745, "LOCATION1 is nice, but it's not cheap", context (LOCATION1, price). Each row
 # is the column sum over query tokens (one value per key token), divided by its largest absolute
-# value. The paper shows "one of the heads"; we show the head whose quasi term has the most
+# value, which is printed under the row's name: compare the rows' sizes there, not their colours.
+# The paper shows "one of the heads"; we show the head whose quasi term has the most
 # negative column sum, and the JSON keeps all heads.
 
 # %%
