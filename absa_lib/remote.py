@@ -44,6 +44,7 @@ import yaml
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
 from absa_lib.grid import RECORD_FILES
+from absa_lib.session import epochs_text, sources_text
 
 ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -575,7 +576,7 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
         log(f"[import] {verb} {describe(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
     for name in arrays:
         before = replaced[name]
-        log(f"[import] {verb} {name}: {_meta_text(metas[name])}" + (f", replacing {_meta_text(before)}" if before else ""))
+        log(f"[import] {verb} {name}: {sources_text(metas[name])}" + (f", replacing {sources_text(before)}" if before else ""))
     log(f"[import] {len(new)} new runs, {len(same)} already in {reference}, {len(arrays)} analysis files")
     return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
 
@@ -584,14 +585,6 @@ def describe(config: dict, run_id: str) -> str:
     """``sentihood qacg-bert (aux none) seed 44, minilm, 25 epochs, run 0123456789ab``."""
     subset = f", {config['max_train_examples']} training examples" if config.get("max_train_examples") else ""
     return (f"{config['dataset']} {config['model']} (aux {config['aux']}) seed {config['seed']}, {config['backbone']}, "
-            f"{_epochs(config['epochs'])}{subset}, run {run_id}")
+            f"{epochs_text(config['epochs'])}{subset}, run {run_id}")
 
 
-def _epochs(n) -> str:
-    return f"{n} epoch{'' if n == 1 else 's'}"
-
-
-def _meta_text(meta: dict) -> str:
-    if "run_id" in meta:
-        return f"run {meta['run_id']} ({meta.get('backbone')}, {_epochs(meta.get('epochs'))}, seed {meta.get('seed')})"
-    return "runs " + ", ".join(f"{label} {run_id}" for label, run_id in meta.items())

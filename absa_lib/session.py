@@ -156,9 +156,27 @@ def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: 
                             "trained model; run a training profile (e.g. bash run_all.sh cpu) first")
         record = load_json(source)
         check_sources(record, source, dirs.reference)
-        print(f"[analysis] {name}: loaded from {source}")
+        print(f"[analysis] {name}: loaded from {source}, computed from {sources_text(record['meta'])}")
     save_json(record, target)
     return record["data"], target
+
+
+def epochs_text(n) -> str:
+    """``1 epoch``, ``25 epochs``."""
+    return f"{n} epoch{'' if n == 1 else 's'}"
+
+
+def sources_text(meta: dict) -> str:
+    """The run(s) an analysis file's ``meta`` names, in words: ``run bc949283ced2 (minilm, 25 epochs,
+    seed 44)``, or ``runs <label> <run id>, ...`` for several."""
+    if "run_id" in meta:
+        about = [meta.get("backbone"), epochs_text(meta["epochs"]) if "epochs" in meta else None,
+                 f"seed {meta['seed']}" if "seed" in meta else None]
+        about = ", ".join(str(a) for a in about if a is not None)
+        return f"run {meta['run_id']}" + (f" ({about})" if about else "")
+    if not meta:
+        return "no named run"
+    return "runs " + ", ".join(f"{label} {run_id}" for label, run_id in meta.items())
 
 
 def source_runs(record, source: Path) -> list[str]:

@@ -23,7 +23,9 @@
 # auxiliary sentence (the official analysis notebook also builds its inputs without it, so the
 # target and aspect reach the model only through the context id) of the first seed. Each figure's
 # data is saved under `results/analysis/` (JSON), so the `render` profile redraws every figure
-# without a model; when no checkpoint is at hand the data comes from `results/reference/analysis/`.
+# without a model; when no checkpoint is at hand the data comes from `results/reference/analysis/`,
+# and the line printed names the run it was computed from (its budget and seed may differ from
+# this notebook's parameters).
 
 # %%
 # Colab only (nothing happens elsewhere): install the companion and its offline backbone for 05_figures.

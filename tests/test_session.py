@@ -213,7 +213,7 @@ def test_ablations_change_one_thing_each():
     assert variants[-2].runs == found[("sentihood", ABLATIONS[0].label)]
 
 
-def test_compute_or_load_computes_or_falls_back_to_the_reference(tmp_path):
+def test_compute_or_load_computes_or_falls_back_to_the_reference(tmp_path, capsys):
     dirs = session.Folders(results=tmp_path / "results", figures=tmp_path / "figures", runs=tmp_path / "runs",
                            reference=tmp_path / "reference")
     data, path = session.compute_or_load("x.json", dirs, lambda: {"a": [1, 2]}, True, {"run_id": "r"})
@@ -223,6 +223,22 @@ def test_compute_or_load_computes_or_falls_back_to_the_reference(tmp_path):
     session.save_json({"data": [3], "meta": {}}, tmp_path / "reference" / "analysis" / "y.json")
     data, path = session.compute_or_load("y.json", dirs, lambda: 1 / 0, False)
     assert data == [3] and path == tmp_path / "results" / "analysis" / "y.json" and path.is_file()
+    assert "y.json: loaded from" in capsys.readouterr().out
+
+
+def test_arrays_loaded_from_the_reference_name_the_run_they_were_computed_from(tmp_path, capsys):
+    """Under render a reader sees which run drew the figures, not only which file."""
+    dirs = session.Folders(results=tmp_path / "results", figures=tmp_path / "figures", runs=tmp_path / "runs",
+                           reference=tmp_path / "reference")
+    run = tmp_path / "reference" / "runs" / "sentihood" / "qacg-bert" / "abc123"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"complete": True}))
+    meta = {"run_id": "abc123", "backbone": "minilm", "epochs": 25, "seed": 44}
+    session.save_json({"data": [1], "meta": meta}, tmp_path / "reference" / "analysis" / "one.json")
+    session.compute_or_load("one.json", dirs, lambda: 1 / 0, False)
+    assert "computed from run abc123 (minilm, 25 epochs, seed 44)" in capsys.readouterr().out
+    assert session.sources_text({"run_id": "abc123", "epochs": 1}) == "run abc123 (1 epoch)"
+    assert session.sources_text({"MAN-BERT": "a1", "OA-BERT": "b2"}) == "runs MAN-BERT a1, OA-BERT b2"
 
 
 def test_arrays_from_a_run_the_reference_no_longer_holds_are_refused(tmp_path):
