@@ -341,12 +341,26 @@ def cell_status(work: Path) -> list[dict]:
                                                      for e in metrics["epochs"]))
             elif path.is_dir():
                 row.update(state="training" if running else "failed", epochs=f"{epochs}/{cell.config.epochs}")
+                left = seconds_left(metrics, cell.config.epochs) if running else None
+                if left is not None:
+                    row["seconds_left"] = left
             else:
                 row.update(state="waiting" if running else "failed")
             if row["state"] == "failed":
                 row["log_tail"] = _tail(Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log")
             rows.append(row)
     return rows
+
+
+def seconds_left(metrics: dict | None, epochs: int) -> int | None:
+    """A training run's remaining seconds if each epoch left lasts as long as its last one did
+    (training and evaluation). After the first epoch alone, compilation included, this is an
+    overestimate; before it ends, None."""
+    done = (metrics or {}).get("epochs") or []
+    if not done:
+        return None
+    last = done[-1]
+    return round((last.get("seconds", 0) + last.get("eval_seconds", 0)) * max(0, epochs - len(done)))
 
 
 def _tail(log_file: Path, lines: int = 20) -> list[str]:
@@ -375,6 +389,7 @@ def _read_or_none(path: Path) -> dict | None:
 def progress_line(rows: list[dict]) -> str:
     count = {s: sum(r["state"] == s for r in rows) for s in ("done", "training", "waiting", "failed")}
     training = ", ".join(f"{r['dataset']} {r['label']} s{r['seed']} {r['epochs']}"
+                         + (f" (~{r['seconds_left']} s left)" if "seconds_left" in r else "")
                          for r in rows if r["state"] == "training")
     return (f"{count['done']}/{len(rows)} done, {count['training']} training, {count['waiting']} waiting, "
             f"{count['failed']} failed" + (f" | {training}" if training else ""))

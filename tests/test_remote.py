@@ -22,7 +22,9 @@ from absa_lib.remote import (
     import_bundle,
     is_running,
     make_carry,
+    progress_line,
     read_bundle,
+    seconds_left,
     start,
     wait,
     work_params,
@@ -55,6 +57,20 @@ def test_two_grids_that_share_a_run_are_refused_before_anything_starts(tmp_path)
     assert grids(tmp_path) == []
     with pytest.raises(AbsaError, match="--model 'cg-bret' is not a model"):
         start(tmp_path, params, [GridSpec.parse("tables:cg-bret:1")], reference=None, log=lambda *_: None)
+
+
+def test_progress_says_how_long_each_training_run_has_left():
+    """From the last epoch's time: what a session with a few minutes left needs to size its next wait."""
+    epochs = [{"seconds": 190.0, "eval_seconds": 2.0}, {"seconds": 9.0, "eval_seconds": 1.5}]
+    assert seconds_left({"epochs": epochs}, 25) == 242                 # 23 epochs × 10.5 s, rounded
+    assert seconds_left({"epochs": epochs[:1]}, 25) == 4608            # compiling epoch: an overestimate
+    assert seconds_left({"epochs": []}, 25) is None and seconds_left(None, 25) is None
+    rows = [{"state": "done", "dataset": "sentihood", "label": "CG-BERT", "seed": 44},
+            {"state": "training", "dataset": "sentihood", "label": "QACG-BERT", "seed": 44, "epochs": "2/25",
+             "seconds_left": 242},
+            {"state": "training", "dataset": "semeval", "label": "QACG-BERT", "seed": 44, "epochs": "0/25"}]
+    assert progress_line(rows) == ("1/3 done, 2 training, 0 waiting, 0 failed | sentihood QACG-BERT s44 2/25 "
+                                   "(~242 s left), semeval QACG-BERT s44 0/25")
 
 
 def test_cache_only_refuses_to_train(tmp_path, monkeypatch):
