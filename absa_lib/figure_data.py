@@ -131,6 +131,12 @@ def histogram_summary(hists: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def per_layer_summary(fig4: dict) -> pd.DataFrame | None:
+    """Figure 4's per-layer rows as a table (None for arrays saved before they were recorded)."""
+    rows = fig4.get("per_layer")
+    return pd.DataFrame(rows).set_index("layer") if rows else None
+
+
 def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: int = 0, aux: str = "none",
                          max_length: int = 128, batch_size: int = 16) -> dict:
     """Figure 4: pooled histograms of the QACG components over ``n`` non-None test examples.
@@ -140,8 +146,10 @@ def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: i
 
     Returns:
         ``{"n_examples", "seed", "keys": [example keys], "layers", "heads", "histograms": {key:
-        histogram_counts dict}}`` for keys ``a_hat``, ``lambda_a``, ``a_self``, ``a_quasi``,
-        ``quasi_term``.
+        histogram_counts dict}, "per_layer": [...]}`` for keys ``a_hat``, ``lambda_a``, ``a_self``,
+        ``a_quasi``, ``quasi_term``. ``per_layer`` has one row per layer: the mean of A_quasi, the
+        mean over query rows of its standard deviation across key tokens (0: the quasi-attention
+        does not depend on the key) and the mean |λ_A| (arrays saved before it existed lack it).
     """
     none = D.NONE_LABEL[examples[0].dataset]
     pool = [ex for ex in examples if ex.label != none]
@@ -149,6 +157,7 @@ def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: i
     chosen = [pool[i] for i in sorted(rng.choice(len(pool), size=min(n, len(pool)), replace=False))]
     hists: dict = {k: None for k in HIST_KEYS}
     layers = heads = 0
+    sums: dict = {}                                     # layer -> running sums for per_layer
     for start in range(0, len(chosen), batch_size):
         batch, _ = encode_batch(chosen[start:start + batch_size], aux, tokenizer, max_length)
         comps = extract_components(model, batch)
@@ -158,16 +167,33 @@ def component_histograms(model, tokenizer, examples: list, n: int = 200, seed: i
         pair = valid[:, None, :, None] & valid[:, None, None, :]                # (B, 1, T, T)
         row = valid[:, None, :, None]                                           # (B, 1, T, 1)
         layers, heads = len(comps), comps[0]["a_hat"].shape[1]
-        for layer in comps:
+        for li, layer in enumerate(comps):
             values = {k: layer[k].float().cpu() for k in ("a_hat", "lambda_a", "a_self", "a_quasi")}
             values["quasi_term"] = values["lambda_a"] * values["a_quasi"]
+            _add_layer_sums(sums.setdefault(li, {}), values, valid)
             for key in HIST_KEYS:
                 v = values[key]
                 m = (row if key == "lambda_a" else pair).expand_as(v)
                 lo, hi = HIST_RANGES[key]
                 hists[key] = merge_histograms(hists[key], histogram_counts(v[m].numpy(), lo, hi, FIG4_BINS))
+    per_layer = [{"layer": li, "a_quasi_mean": t["quasi"] / t["pairs"], "a_quasi_key_sd": t["key_sd"] / t["rows"],
+                  "lambda_a_abs_mean": t["lambda_abs"] / t["rows"]} for li, t in sorted(sums.items())]
     return {"n_examples": len(chosen), "seed": seed, "aux": aux, "layers": layers, "heads": heads,
-            "keys": [list(ex.key) for ex in chosen], "histograms": hists}
+            "keys": [list(ex.key) for ex in chosen], "histograms": hists, "per_layer": per_layer}
+
+
+def _add_layer_sums(sums: dict, values: dict, valid: torch.Tensor) -> None:
+    """Add one batch of one layer to ``sums``: Σ A_quasi over real (query, key) pairs, Σ over real
+    query rows of A_quasi's standard deviation across the real keys, Σ |λ_A| over real rows."""
+    a_quasi, keys = values["a_quasi"], valid[:, None, None, :].float()          # (B, H, T, T), (B, 1, 1, T)
+    rows = valid[:, None, :].expand(a_quasi.shape[:3])                         # (B, H, T)
+    n_keys = keys.sum(-1)                                                       # (B, 1, 1)
+    mean = (a_quasi * keys).sum(-1) / n_keys                                    # (B, H, T)
+    sd = (((a_quasi - mean[..., None]) ** 2 * keys).sum(-1) / n_keys).sqrt()    # (B, H, T)
+    for key, value in (("quasi", (a_quasi * keys).sum(-1)[rows].sum()), ("pairs", n_keys.expand(rows.shape)[rows].sum()),
+                       ("key_sd", sd[rows].sum()), ("lambda_abs", values["lambda_a"].abs()[..., 0][rows].sum()),
+                       ("rows", rows.sum())):
+        sums[key] = sums.get(key, 0.0) + float(value)
 
 
 def attention_example(model, tokenizer, example, aux: str = "none", max_length: int = 128, layer: int = 0) -> dict:

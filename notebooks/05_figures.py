@@ -143,13 +143,21 @@ notebook.outputs += plots.save_figure(plots.relevance_heatmap(fig3), notebook.di
 # pooled $\lambda_A A_{\text{Quasi-Attn}}$; we keep that too, as `quasi_term`). The paper reads:
 # $\lambda_A$ "acts as a bidirectional control gate, with slightly more negative values"; the
 # mass of $A_{\text{Quasi-Attn}}$ is "between .25 and .50"; the weights of $\hat A$ "are mainly
-# positive, but some of the weights take on negative values". The table checks these in numbers.
+# positive, but some of the weights take on negative values". The first table checks these in
+# numbers. The second, per layer, gives the mean of $A_{\text{Quasi-Attn}}$, its spread across the
+# key tokens of a query row (0 when the quasi-attention does not depend on the key: Figure 5 then
+# shows a flat row) and the mean $|\lambda_A|$.
 
 # %%
 fig4, path = compute_or_load("fig4_histograms.json", notebook.dirs, lambda: figure_data.component_histograms(
     model, tokenizer, test, n=n_hist_examples, seed=0, aux=AUX, max_length=MAXLEN), model is not None, META)
 notebook.outputs.append(path)
 show_table(figure_data.histogram_summary(fig4["histograms"]))
+per_layer = figure_data.per_layer_summary(fig4)    # does A_quasi depend on the key token, layer by layer?
+if per_layer is None:
+    print("these arrays predate the per-layer summary; a trained model's run of this notebook adds it")
+else:
+    show_table(per_layer)
 fig = plots.histograms(fig4["histograms"], fig4["n_examples"])
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "fig4_histograms")
 

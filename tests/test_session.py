@@ -161,6 +161,28 @@ def test_histograms_count_every_unpadded_entry_of_non_none_examples(tiny):
     assert hist["a_self"]["sum"] == pytest.approx(L * H * sum(lengths), rel=1e-4)
 
 
+def test_per_layer_summary_says_whether_the_quasi_attention_depends_on_the_key(tiny):
+    """A_quasi = σ(C_Q C_Kᵀ/√d): with Z = 0 it is ½ for every pair (spread 0 across keys); with a
+    large Z it varies across keys. (Z changes λ_A too; its mean size is only checked to be in [0, 1].)"""
+    import copy
+
+    model, tok = tiny
+    flat, spread = copy.deepcopy(model), copy.deepcopy(model)
+    torch.manual_seed(1)
+    for a, b in zip(flat.modules(), spread.modules()):
+        if hasattr(a, "context_for_q"):
+            for lin_a, lin_b in ((a.context_for_q, b.context_for_q), (a.context_for_k, b.context_for_k)):
+                torch.nn.init.zeros_(lin_a.weight), torch.nn.init.zeros_(lin_a.bias)
+                torch.nn.init.normal_(lin_b.weight, std=1.0)
+    rows = {name: figure_data.component_histograms(m, tok, EXAMPLES, n=50, seed=0, batch_size=2)["per_layer"]
+            for name, m in (("flat", flat), ("spread", spread))}
+    assert [r["layer"] for r in rows["flat"]] == [0, 1]
+    for r in rows["flat"]:
+        assert r["a_quasi_mean"] == pytest.approx(0.5, abs=1e-6) and r["a_quasi_key_sd"] == pytest.approx(0.0, abs=1e-6)
+        assert 0 <= r["lambda_a_abs_mean"] <= 1
+    assert all(r["a_quasi_key_sd"] > 0.05 for r in rows["spread"])
+
+
 def test_relevance_rows_cover_the_sentence_and_peak_at_one(tiny):
     model, tok = tiny
     panels = [{"title": "LOC1", "sentence_id": "1", "contexts": [("LOCATION1", "general"), ("LOCATION1", "price")]},
