@@ -187,12 +187,11 @@ def _add_layer_sums(sums: dict, values: dict, valid: torch.Tensor) -> None:
     query rows of A_quasi's standard deviation across the real keys, Σ |λ_A| over real rows."""
     a_quasi, keys = values["a_quasi"], valid[:, None, None, :].float()          # (B, H, T, T), (B, 1, 1, T)
     rows = valid[:, None, :].expand(a_quasi.shape[:3])                         # (B, H, T)
-    n_keys = keys.sum(-1)                                                       # (B, 1, 1)
-    mean = (a_quasi * keys).sum(-1) / n_keys                                    # (B, H, T)
-    sd = (((a_quasi - mean[..., None]) ** 2 * keys).sum(-1) / n_keys).sqrt()    # (B, H, T)
-    for key, value in (("quasi", (a_quasi * keys).sum(-1)[rows].sum()), ("pairs", n_keys.expand(rows.shape)[rows].sum()),
-                       ("key_sd", sd[rows].sum()), ("lambda_abs", values["lambda_a"].abs()[..., 0][rows].sum()),
-                       ("rows", rows.sum())):
+    n_keys = keys.sum(-1).expand(rows.shape)                                    # (B, H, T)
+    row_sum = (a_quasi * keys).sum(-1)                                          # (B, H, T)
+    sd = (((a_quasi - (row_sum / n_keys)[..., None]) ** 2 * keys).sum(-1) / n_keys).sqrt()   # (B, H, T)
+    for key, value in (("quasi", row_sum[rows].sum()), ("pairs", n_keys[rows].sum()), ("key_sd", sd[rows].sum()),
+                       ("lambda_abs", values["lambda_a"][..., 0].abs()[rows].sum()), ("rows", rows.sum())):
         sums[key] = sums.get(key, 0.0) + float(value)
 
 

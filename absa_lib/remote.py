@@ -44,7 +44,8 @@ import yaml
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
 from absa_lib.grid import RECORD_FILES
-from absa_lib.session import epochs_text, sources_text
+from absa_lib.session import sources_text
+from absa_lib.tables import epochs_text
 
 ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")

@@ -27,6 +27,7 @@ from absa_lib.grid import train_base
 from absa_lib.paths import repo_root
 from absa_lib.profiles import check_profile
 from absa_lib.runs import marked_complete
+from absa_lib.tables import epochs_text
 
 
 @dataclass
@@ -159,11 +160,6 @@ def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: 
         print(f"[analysis] {name}: loaded from {source}, computed from {sources_text(record['meta'])}")
     save_json(record, target)
     return record["data"], target
-
-
-def epochs_text(n) -> str:
-    """``1 epoch``, ``25 epochs``."""
-    return f"{n} epoch{'' if n == 1 else 's'}"
 
 
 def sources_text(meta: dict) -> str:

@@ -94,10 +94,14 @@ def split_by_budget(runs: list) -> list[list]:
     return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
 
 
+def epochs_text(n) -> str:
+    """``1 epoch``, ``25 epochs``."""
+    return f"{n} epoch{'' if n == 1 else 's'}"
+
+
 def budget_label(config: dict) -> str:
     """A short name of a run's budget for table cells, e.g. ``minilm, 25 epochs``."""
-    n = config.get("epochs")
-    return f"{config.get('backbone')}, {n} epoch{'s' if n != 1 else ''}"
+    return f"{config.get('backbone')}, {epochs_text(config.get('epochs'))}"
 
 
 def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
