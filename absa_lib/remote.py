@@ -11,7 +11,8 @@ lasting:
 2. ``absa remote start --grid PARTS:MODELS:WORKERS ...`` (node): each grid runs ``absa grid`` as a
    detached process (a session of its own), so it goes on after the command returns. The runs
    folder starts with the reference's records, so committed runs are not trained again. Starting
-   again finds the grids running (or finished) and starts nothing twice.
+   again finds the grids running (or finished) and starts nothing twice; ``--collect`` starts
+   nothing at all, and fails at once on a fresh node (the earlier one given back).
 3. ``absa remote wait --until S --bundle FILE`` (node): waits at most S seconds, a line a minute,
    then writes FILE (``.tar.gz``): the records (config, metrics, env JSON; no weights) of every
    run that finished there, the figure arrays (``--analysis``), and ``status.json``, the state of
@@ -220,21 +221,36 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec]) -> list[str]:
     return lines
 
 
-def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print) -> list[dict]:
+def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print,
+          collect: bool = False) -> list[dict]:
     """Start each grid of ``specs`` as a detached process (skipping those running or finished),
-    after copying the reference's records into the runs folder. Returns the grids' records."""
+    after copying the reference's records into the runs folder. Returns the grids' records.
+
+    With ``collect``, start nothing: only check that an earlier command started these grids here.
+    A node given back between two commands comes back fresh, and a run started again from nothing
+    there would spend the session's device time without finishing, so that is refused at once."""
     work = Path(work).resolve()
     planned = plan(params, specs, reference)            # checked before anything is written
     text = yaml.safe_dump(params, sort_keys=False)
     params_file = work / "params.yaml"
     old = grids(work)
-    if any(is_running(g) for g in old):
+    if collect and not old:
+        raise AbsaError(f"{work / 'grids'}: no grid was started here, so --collect has nothing to collect: this is a fresh "
+                        "machine (the one an earlier command started the grids on was given back). Nothing was started; "
+                        "start the grids again without --collect if the session has time for whole runs")
+    if any(is_running(g) for g in old) or collect:
         if params_file.is_file() and params_file.read_text() != text:
-            raise AbsaError(f"{params_file}: grids started with other parameters are still running; wait for them, "
-                            "or give another --work folder")
+            raise AbsaError(f"{params_file}: grids were started here with other parameters; "
+                            + ("collect with the same -p changes" if collect else
+                               "they are still running: wait for them, or give another --work folder"))
         if [g["grid"] for g in old] != [s.text() for s in specs]:
-            raise AbsaError(f"{work / 'grids'}: grids {', '.join(g['grid'] for g in old)} are running; start again with "
-                            "the same --grid list (it starts nothing twice), or wait for them to end")
+            raise AbsaError(f"{work / 'grids'}: grids {', '.join(g['grid'] for g in old)} were started here; "
+                            + ("collect with the same --grid list" if collect else "they are running: start again with "
+                               "the same --grid list (it starts nothing twice), or wait for them to end"))
+    if collect:
+        for i, g in enumerate(old):
+            log(f"[remote] grid {i} ({g['grid']}) " + (f"is running (pid {g['pid']})" if is_running(g) else "has ended"))
+        return old
     atomic_write_bytes(params_file, text.encode())
     seeded = seed_runs(work, reference) if reference is not None else 0
     if seeded:
@@ -355,10 +371,13 @@ def cell_status(work: Path) -> list[dict]:
 
 def seconds_left(metrics: dict | None, epochs: int) -> int | None:
     """A training run's remaining seconds if each epoch left lasts as long as its last one did
-    (training and evaluation). After the first epoch alone, compilation included, this is an
-    overestimate; before it ends, None."""
+    (training and evaluation); None until a second epoch has ended, since the first includes start-up
+    and compilation (on an H200, 118–205 s against about 10 s for a later one) and would overstate
+    the rest twentyfold."""
     done = (metrics or {}).get("epochs") or []
-    if not done:
+    if len(done) >= epochs:
+        return 0
+    if len(done) < 2:
         return None
     last = done[-1]
     return round((last.get("seconds", 0) + last.get("eval_seconds", 0)) * max(0, epochs - len(done)))

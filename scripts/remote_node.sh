@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command on a GPU node with time-limited commands (docs/remote.md): start the grids (nothing
 # twice), wait at most UNTIL seconds, then write BUNDLE with the records of every run finished there.
-# Run the same line again in the next command to collect more; it never restarts a running grid.
+# Run the same line again in the next command to collect more, with --collect among the START_OPTIONS:
+# it never restarts a running grid, and on a fresh node (the last one given back) it fails at once.
 #
 #   bash scripts/remote_node.sh CARRY BUNDLE UNTIL START_OPTIONS... [-- WAIT_OPTIONS...]
 #
@@ -13,7 +14,7 @@
 # transformers, pandas, matplotlib, seaborn, scikit-learn and PyYAML.
 set -euo pipefail
 if [ $# -lt 4 ]; then
-  sed -n '2,13p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

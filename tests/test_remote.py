@@ -63,8 +63,9 @@ def test_progress_says_how_long_each_training_run_has_left():
     """From the last epoch's time: what a session with a few minutes left needs to size its next wait."""
     epochs = [{"seconds": 190.0, "eval_seconds": 2.0}, {"seconds": 9.0, "eval_seconds": 1.5}]
     assert seconds_left({"epochs": epochs}, 25) == 242                 # 23 epochs × 10.5 s, rounded
-    assert seconds_left({"epochs": epochs[:1]}, 25) == 4608            # compiling epoch: an overestimate
+    assert seconds_left({"epochs": epochs[:1]}, 25) is None            # the compiling epoch: no estimate
     assert seconds_left({"epochs": []}, 25) is None and seconds_left(None, 25) is None
+    assert seconds_left({"epochs": epochs[:1]}, 1) == 0                # every epoch done, records being written
     rows = [{"state": "done", "dataset": "sentihood", "label": "CG-BERT", "seed": 44},
             {"state": "training", "dataset": "sentihood", "label": "QACG-BERT", "seed": 44, "epochs": "2/25",
              "seconds_left": 242},
@@ -266,7 +267,7 @@ def test_start_with_another_grid_list_while_grids_run_is_refused(tmp_path):
     try:
         atomic_write_json(tmp_path / "grids" / "00.json", {"grid": "tables:bert-pair:1", "pid": proc.pid})
         assert is_running(grids(tmp_path)[0])
-        with pytest.raises(AbsaError, match="are running; start again with the same --grid list"):
+        with pytest.raises(AbsaError, match="they are running: start again with the same --grid list"):
             start(tmp_path, params, [GridSpec.parse("tables:cg-bert:1")], reference=None, log=lambda *_: None)
         lines = []
         start(tmp_path, params, [GridSpec.parse("tables:bert-pair:1")], reference=None, log=lines.append)
@@ -275,6 +276,23 @@ def test_start_with_another_grid_list_while_grids_run_is_refused(tmp_path):
         proc.kill()
         proc.wait()
     assert not is_running(grids(tmp_path)[0])
+    # collecting finds the ended grid and starts nothing (no new pid, no new process)
+    lines = []
+    again = start(tmp_path, params, [GridSpec.parse("tables:bert-pair:1")], reference=None, log=lines.append,
+                  collect=True)
+    assert lines == ["[remote] grid 0 (tables:bert-pair:1) has ended"] and again[0]["pid"] == proc.pid
+    with pytest.raises(AbsaError, match="collect with the same --grid list"):
+        start(tmp_path, params, [GridSpec.parse("tables:cg-bert:1")], reference=None, log=lambda *_: None, collect=True)
+
+
+def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path):
+    """A second command that lands on a fresh machine (the first one's was given back) must not
+    start whole runs again that the session has no time to finish."""
+    params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
+    with pytest.raises(AbsaError, match="no grid was started here, so --collect has nothing to collect: this is a fresh"):
+        start(tmp_path, params, [GridSpec.parse("tables:bert-pair:1")], reference=None, log=lambda *_: None,
+              collect=True)
+    assert grids(tmp_path) == [] and not (tmp_path / "params.yaml").exists() and not (tmp_path / "runs").exists()
 
 
 def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_path, capsys):

@@ -41,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="its finished runs are copied into the runs folder and not trained again ('' for none)")
     s.add_argument("--dry-run", action="store_true",
                    help="print the runs each grid would train, and start nothing (plan a node's time here)")
+    s.add_argument("--collect", action="store_true",
+                   help="start nothing: only check that an earlier command started these grids here (for a second "
+                        "command on the same node); on a fresh node, fail at once instead of starting runs again")
     s.set_defaults(func=_start)
 
     w = actions.add_parser("wait", help="wait for the grids (at most --until seconds), then write the bundle")
@@ -98,7 +101,7 @@ def _start(args: argparse.Namespace) -> int:
             print(f"[remote] note: precision 'auto' is {here} here and bf16 on a CUDA node, and it is part of each "
                   "run's identity: add precision: bf16 to -p train_options to see the runs a node would train")
         return 0
-    start(work, params, specs, reference)
+    start(work, params, specs, reference, collect=args.collect)
     return 0
 
 
