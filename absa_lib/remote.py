@@ -211,14 +211,49 @@ def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[li
     return out
 
 
-def plan_lines(planned: list[list[tuple]], specs: list[GridSpec]) -> list[str]:
-    """What ``start`` would train, grid by grid (``absa remote start --dry-run``)."""
+def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Path | None = None) -> list[str]:
+    """What ``start`` would train, grid by grid (``absa remote start --dry-run``), each run with what
+    the reference's runs of the same cell under other seeds took, to size a session."""
+    from absa_lib.runs import find_runs
+
+    done = find_runs(Path(reference) / "runs") if reference is not None and (Path(reference) / "runs").is_dir() else []
     lines = []
     for spec, rows in zip(specs, planned, strict=True):
         todo = [(cell, path) for cell, path, done in rows if not done]
         lines.append(f"[remote] grid {spec.text()}: {len(rows)} cells, {len(todo)} to train")
-        lines += [f"[remote]   {c.config.dataset} {c.label} seed {c.config.seed} ({c.part}, run {p.name})" for c, p in todo]
+        lines += [f"[remote]   {c.config.dataset} {c.label} seed {c.config.seed} ({c.part}, run {p.name})"
+                  + other_seeds_text(c.config, done) for c, p in todo]
+    if any("; other seeds: " in line for line in lines):
+        lines.append("[remote] other seeds: the seconds of training and evaluation of the reference's runs of the "
+                     "same cell; start-up (a minute or two on a shared GPU) comes on top, and how many runs shared "
+                     "the device, which changes both, is not recorded (docs/results.md, \"GPU cost, measured\")")
     return lines
+
+
+def run_seconds(metrics: dict) -> float:
+    """A run's training and evaluation seconds over its epochs (start-up and loading not counted)."""
+    return sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics.get("epochs", []))
+
+
+def other_seeds_text(config, runs: list) -> str:
+    """``; other seeds: 335–339 s on NVIDIA H200, 428 s on NVIDIA H100`` for the finished ``runs`` of
+    ``config``'s cell with another seed (every training field the same but the seed): the range of
+    their :func:`run_seconds` on each device. How many runs shared the device is not recorded, and it
+    changes the time (docs/results.md, "GPU cost, measured"). Empty when there is none."""
+    from absa_lib.config import NEUTRAL_DEFAULTS, resolved
+
+    want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}
+    like = [r for r in runs if r.config.get("seed") != config.seed
+            and all(r.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in want.items())]
+    if not like:
+        return ""
+    by_device: dict[str, list[int]] = {}
+    for r in like:
+        device = r.env.get("gpu") or r.env.get("cpu_model") or "an unnamed machine"
+        by_device.setdefault(device, []).append(round(run_seconds(r.metrics)))
+    spans = [(f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s") + f" on {device}"
+             for device, t in sorted(by_device.items())]
+    return "; other seeds: " + ", ".join(spans)
 
 
 def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print,
@@ -354,8 +389,7 @@ def cell_status(work: Path) -> list[dict]:
             metrics = _read_or_none(path / "metrics.json")
             epochs = len(metrics.get("epochs", [])) if metrics else 0
             if metrics and metrics.get("complete"):
-                row.update(state="done", seconds=sum(e.get("seconds", 0) + e.get("eval_seconds", 0)
-                                                     for e in metrics["epochs"]))
+                row.update(state="done", seconds=run_seconds(metrics))
             elif path.is_dir():
                 row.update(state="training" if running else "failed", epochs=f"{epochs}/{cell.config.epochs}")
                 left = seconds_left(metrics, cell.config.epochs) if running else None

@@ -22,6 +22,7 @@ from absa_lib.remote import (
     import_bundle,
     is_running,
     make_carry,
+    other_seeds_text,
     progress_line,
     read_bundle,
     seconds_left,
@@ -72,6 +73,27 @@ def test_progress_says_how_long_each_training_run_has_left():
             {"state": "training", "dataset": "semeval", "label": "QACG-BERT", "seed": 44, "epochs": "0/25"}]
     assert progress_line(rows) == ("1/3 done, 2 training, 0 waiting, 0 failed | sentihood QACG-BERT s44 2/25 "
                                    "(~242 s left), semeval QACG-BERT s44 0/25")
+
+
+def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
+    """To size a session: the training-and-evaluation seconds of the same cell's finished runs with
+    another seed, per device; another cell (any other training field) or the same seed is not counted."""
+    from dataclasses import replace
+
+    from absa_lib.config import TrainConfig, resolved
+    from absa_lib.runs import Run
+
+    config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=2, seed=43)
+
+    def run(seed, seconds, gpu, **changes):
+        record = {**resolved(config).to_dict(), "seed": seed, **changes}
+        return Run(tmp_path, record, {"epochs": [{"seconds": t, "eval_seconds": 1.0} for t in seconds]}, {"gpu": gpu})
+
+    runs = [run(42, [100.0, 9.0], "H200"), run(44, [120.0, 10.0], "H200"), run(45, [300.0, 30.0], "H100"),
+            run(46, [1.0, 1.0], "H200", lr=1e-3), run(43, [1.0, 1.0], "H200")]
+    assert other_seeds_text(config, runs) == "; other seeds: 332 s on H100, 111–132 s on H200"
+    assert other_seeds_text(replace(config, lr=7e-5), runs) == ""
+    assert other_seeds_text(config, []) == ""
 
 
 def test_cache_only_refuses_to_train(tmp_path, monkeypatch):

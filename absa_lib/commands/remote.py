@@ -95,7 +95,7 @@ def _start(args: argparse.Namespace) -> int:
         note = backbone_note(params, reference)
         if note:                                   # before the plan, which it explains (or its refusal)
             print(note, flush=True)
-        print("\n".join(plan_lines(plan(params, specs, reference), specs)))
+        print("\n".join(plan_lines(plan(params, specs, reference), specs, reference)))
         here = resolve_precision("auto", default_device())
         if "precision" not in (params.get("train_options") or {}) and here != "bf16":
             print(f"[remote] note: precision 'auto' is {here} here and bf16 on a CUDA node, and it is part of each "
