@@ -307,7 +307,7 @@ def test_start_with_another_grid_list_while_grids_run_is_refused(tmp_path):
         start(tmp_path, params, [GridSpec.parse("tables:cg-bert:1")], reference=None, log=lambda *_: None, collect=True)
 
 
-def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path):
+def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path, capsys):
     """A second command that lands on a fresh machine (the first one's was given back) must not
     start whole runs again that the session has no time to finish."""
     params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
@@ -315,6 +315,13 @@ def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path):
         start(tmp_path, params, [GridSpec.parse("tables:bert-pair:1")], reference=None, log=lambda *_: None,
               collect=True)
     assert grids(tmp_path) == [] and not (tmp_path / "params.yaml").exists() and not (tmp_path / "runs").exists()
+    # the same through the command line, as remote_node.sh calls it
+    work = tmp_path / "node"
+    argv = ["remote", "start", "--work", str(work), "--profile", "smoke", "-p", "datasets", "[semeval]",
+            "--grid", "tables:bert-pair:1", "--reference", "", "--collect"]
+    assert main(argv) != 0
+    assert "--collect has nothing to collect" in capsys.readouterr().err
+    assert grids(work) == [] and not (work / "params.yaml").exists()
 
 
 def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_path, capsys):
