@@ -361,6 +361,38 @@ def test_a_dry_run_off_the_node_says_when_its_minilm_is_not_the_carried_copy(tmp
     assert not (tmp_path / "work").exists()
 
 
+def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways(tmp_path, real_data_dir):
+    """scripts/remote_node.sh as a node runs it: a carried torch.compile cache is unpacked before the
+    grids start, and the cache goes back beside the bundle, whole."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    carry, out, cache = tmp_path / "carry", tmp_path / "out", tmp_path / "inductor"
+    carry.mkdir()
+    out.mkdir()
+    (carry / "data").symlink_to(real_data_dir)
+    (carry / "minilm").mkdir()                           # unused: the smoke profile's backbone is tiny
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    (packed / "entry").write_text("compiled")
+    with tarfile.open(carry / "inductor.tar.gz", "w:gz") as tar:
+        tar.add(packed / "entry", arcname="entry")
+    argv = ["bash", str(REFERENCE.parent.parent / "scripts" / "remote_node.sh"), str(carry), str(out / "bundle.tar.gz"),
+            "300", "--profile", "smoke", "--work", str(tmp_path / "work"), "-p", "datasets", "[semeval]",
+            "--reference", "", "--grid", "tables:bert-pair:1"]
+    env = {**os.environ, "ABSA_PYTHON": sys.executable, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"torch.compile cache: 1 files from {carry}/inductor.tar.gz" in done.stdout
+    assert (cache / "entry").read_text() == "compiled"
+    assert len([n for n in read_bundle(out / "bundle.tar.gz") if n.endswith("metrics.json")]) == 1
+    with tarfile.open(out / "inductor.tar.gz") as tar:
+        assert tar.extractfile("./entry").read() == b"compiled"
+    assert not list(out.glob(".*part"))
+
+
 def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys):
     calls = []
     assert wait(node["work"], until=0, every=60, log=lambda *_: None, on_progress=lambda: calls.append(1))
