@@ -45,6 +45,7 @@ import yaml
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
 from absa_lib.grid import RECORD_FILES
+from absa_lib.runs import run_seconds
 from absa_lib.session import sources_text
 from absa_lib.tables import epochs_text
 
@@ -228,11 +229,6 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
                      "same cell; start-up (a minute or two on a shared GPU) comes on top, and how many runs shared "
                      "the device, which changes both, is not recorded (docs/results.md, \"GPU cost, measured\")")
     return lines
-
-
-def run_seconds(metrics: dict) -> float:
-    """A run's training and evaluation seconds over its epochs (start-up and loading not counted)."""
-    return sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics.get("epochs", []))
 
 
 def other_seeds_text(config, runs: list) -> str:

@@ -220,6 +220,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
                 env["CUDA_VISIBLE_DEVICES"] = slot
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
+            env["ABSA_SPAWNED_AT"] = f"{time.time():.3f}"          # the run records its start-up from here
             argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
             fh = open(logs / f"{path.name}.log", "ab")
             proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
@@ -288,6 +289,7 @@ def recorded_cost(runs_dir: Path) -> dict:
     training and evaluation, and the same per device (``devices``: {name: {"runs", "hours"}}), so a
     user sees what retraining takes on which machine."""
     from absa_lib.fileio import read_json
+    from absa_lib.runs import run_seconds
 
     devices: dict[str, dict] = {}
     for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
@@ -301,7 +303,7 @@ def recorded_cost(runs_dir: Path) -> dict:
         device = env.get("gpu") or f"{cpu} ({env.get('cpu_count')} cores, {env.get('torch_threads')} threads)"
         cost = devices.setdefault(device, {"runs": 0, "hours": 0.0})
         cost["runs"] += 1
-        cost["hours"] += sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics["epochs"]) / 3600
+        cost["hours"] += run_seconds(metrics) / 3600
     return {"runs": sum(c["runs"] for c in devices.values()), "hours": sum(c["hours"] for c in devices.values()),
             "devices": dict(sorted(devices.items()))}
 

@@ -219,6 +219,12 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     return runs
 
 
+def run_seconds(metrics: dict) -> float:
+    """A run's training and evaluation seconds over its epochs (``seconds`` + ``eval_seconds``; the
+    start-up before the first epoch, ``startup_seconds`` where a grid launched it, not counted)."""
+    return sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics.get("epochs", []))
+
+
 def marked_complete(metrics: Path) -> bool:
     """Whether ``metrics`` marks its run complete (False while it is missing or being trained)."""
     if not metrics.is_file():

@@ -179,10 +179,24 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
             return load_run(path)
         session = _open_run(config, path, tokenizer, data_dir)
+        startup = _startup_seconds()
         for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
             row = _train_epoch(session, epoch, progress)
+            if startup is not None:              # this process's first epoch: what came before it
+                row["startup_seconds"], startup = startup, None
             _evaluate_and_select(session, epoch, row, progress)
         return _finish(session)
+
+
+def _startup_seconds() -> float | None:
+    """Seconds from the grid's launch of this process (``$ABSA_SPAWNED_AT``) to its first epoch: the
+    interpreter, imports, tokenizing, building the model, a resumed checkpoint. None when no grid
+    launched it (a notebook, ``absa train`` by hand), where there is no such start to measure from."""
+    spawned = os.environ.get("ABSA_SPAWNED_AT", "")
+    try:
+        return round(time.time() - float(spawned), 1) if spawned else None
+    except ValueError:
+        return None
 
 
 BUSY_POLL = 5.0         # seconds between two looks at the lock of a run that another process trains

@@ -63,7 +63,7 @@ def test_unknown_part_and_bad_train_options_are_refused():
 @pytest.mark.usefixtures("real_data_dir")
 def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40, "max_eval_examples": 20,
-              "max_length": 32, "runs_dir": str(tmp_path / "runs"), "train_options": {"group_by_length": True}}
+              "max_length": 32, "runs_dir": str(tmp_path / "runs"), "train_options": {"group_by_length": True}, "epochs": 2}
     profile = tmp_path / "mini.yaml"
     profile.write_text(yaml.safe_dump(params))
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--count"]) == 0
@@ -75,6 +75,10 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert summary["trained"] == 1 and summary["failed"] == 0 and summary["rows"][0]["examples_per_s"] > 0
     run = summary["rows"][0]["run"]
     assert json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "config.json").read_text())["group_by_length"]
+    # the grid launched it, so its first epoch says how long the process took to get there
+    epochs = json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").read_text())["epochs"]
+    assert 0 < epochs[0]["startup_seconds"] < summary["rows"][0]["wall_seconds"]
+    assert len(epochs) == 2 and "startup_seconds" not in epochs[1]
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", str(tmp_path / "ref")]) == 0
