@@ -220,8 +220,10 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
 
 
 def run_seconds(metrics: dict) -> float:
-    """A run's training and evaluation seconds over its epochs (``seconds`` + ``eval_seconds``; the
-    start-up before the first epoch, ``startup_seconds`` where a grid launched it, not counted)."""
+    """A run's training and evaluation seconds over its epochs (``seconds`` + ``eval_seconds``). Not
+    counted: the start-up before the first epoch and the checkpoints written after each; a run that a
+    grid launched records them too (``startup_seconds`` in its first epoch, ``process_seconds`` for
+    its whole process)."""
     return sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics.get("epochs", []))
 
 

@@ -179,7 +179,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
             return load_run(path)
         session = _open_run(config, path, tokenizer, data_dir)
-        startup = _startup_seconds()
+        startup = _since_launch()
         for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
             row = _train_epoch(session, epoch, progress)
             if startup is not None:              # this process's first epoch: what came before it
@@ -188,10 +188,11 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
         return _finish(session)
 
 
-def _startup_seconds() -> float | None:
-    """Seconds from the grid's launch of this process (``$ABSA_SPAWNED_AT``) to its first epoch: the
-    interpreter, imports, tokenizing, building the model, a resumed checkpoint. None when no grid
-    launched it (a notebook, ``absa train`` by hand), where there is no such start to measure from."""
+def _since_launch() -> float | None:
+    """Seconds since the grid launched this process (``$ABSA_SPAWNED_AT``): before the first epoch,
+    its start-up (the interpreter, imports, tokenizing, building the model, a resumed checkpoint); at
+    the end, its whole wall time. None when no grid launched it (a notebook, ``absa train`` by hand),
+    where there is no such start to measure from."""
     spawned = os.environ.get("ABSA_SPAWNED_AT", "")
     try:
         return round(time.time() - float(spawned), 1) if spawned else None
@@ -313,6 +314,8 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
 def _finish(s: _Session) -> Run:
     """The training curve, then the metrics marked complete (last: a crash before leaves it resumable)."""
     metrics = _metrics_record(s.state["epochs"], s.sel_metric, complete=True)
+    if (wall := _since_launch()) is not None:    # start-up, epochs, checkpoints written after each: all of it
+        metrics["process_seconds"] = wall
     _save_curve(s.path, s.config, metrics)
     atomic_write_json(s.path / "metrics.json", metrics)
     run = load_run(s.path)

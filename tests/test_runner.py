@@ -18,6 +18,7 @@ from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.profiles import load_profile
 from absa_lib.runner import PARTS, profile_cells, train_argv
+from absa_lib.runs import run_seconds
 
 
 def config_from_argv(argv: list[str]) -> TrainConfig:
@@ -77,8 +78,10 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "config.json").read_text())["group_by_length"]
     # the grid launched it, so its first epoch says how long the process took to get there
     epochs = json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").read_text())["epochs"]
-    assert 0 < epochs[0]["startup_seconds"] < summary["rows"][0]["wall_seconds"]
+    metrics = json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").read_text())
+    assert 0 < epochs[0]["startup_seconds"] < metrics["process_seconds"] <= summary["rows"][0]["wall_seconds"]
     assert len(epochs) == 2 and "startup_seconds" not in epochs[1]
+    assert metrics["process_seconds"] > epochs[0]["startup_seconds"] + run_seconds(metrics)
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", str(tmp_path / "ref")]) == 0

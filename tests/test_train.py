@@ -43,6 +43,7 @@ def test_run_writes_every_record(first_run):
     for row in m["epochs"]:
         assert 0.0 <= row["dev"]["aspect_strict_acc"] <= 1.0 and row["train_loss"] > 0
         assert "startup_seconds" not in row          # trained in this process, not launched by a grid
+    assert "process_seconds" not in m
     best = m["selection"]["test_best"]
     assert best["test"]["aspect_strict_acc"] == max(r["test"]["aspect_strict_acc"] for r in m["epochs"])
     cfg = json.loads((p / "config.json").read_text())
