@@ -226,16 +226,18 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
                   + other_seeds_text(c.config, done) for c, p in todo]
     if any("; other seeds: " in line for line in lines):
         lines.append("[remote] other seeds: the seconds of training and evaluation of the reference's runs of the "
-                     "same cell; start-up (a minute or two on a shared GPU) comes on top, and how many runs shared "
-                     "the device, which changes both, is not recorded (docs/results.md, \"GPU cost, measured\")")
+                     "same cell; start-up and checkpoints (a minute or two on a shared GPU) come on top, in "
+                     "'process' where a grid recorded the whole; how many runs shared the device, which changes "
+                     "both, is not recorded (docs/results.md, \"GPU cost, measured\")")
     return lines
 
 
 def other_seeds_text(config, runs: list) -> str:
     """``; other seeds: 335–339 s on NVIDIA H200, 428 s on NVIDIA H100`` for the finished ``runs`` of
     ``config``'s cell with another seed (every training field the same but the seed): the range of
-    their :func:`run_seconds` on each device. How many runs shared the device is not recorded, and it
-    changes the time (docs/results.md, "GPU cost, measured"). Empty when there is none."""
+    their :func:`run_seconds` on each device, and of the whole process where a grid recorded it
+    (``(process 428 s)``). How many runs shared the device is not recorded, and it changes the time
+    (docs/results.md, "GPU cost, measured"). Empty when there is none."""
     from absa_lib.config import NEUTRAL_DEFAULTS, resolved
 
     want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}
@@ -243,13 +245,18 @@ def other_seeds_text(config, runs: list) -> str:
             and all(r.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in want.items())]
     if not like:
         return ""
-    by_device: dict[str, list[int]] = {}
+    def span(t: list[int]) -> str:
+        return f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s"
+
+    by_device: dict[str, tuple[list[int], list[int]]] = {}
     for r in like:
         device = r.env.get("gpu") or r.env.get("cpu_model") or "an unnamed machine"
-        by_device.setdefault(device, []).append(round(run_seconds(r.metrics)))
-    spans = [(f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s") + f" on {device}"
-             for device, t in sorted(by_device.items())]
-    return "; other seeds: " + ", ".join(spans)
+        seconds, process = by_device.setdefault(device, ([], []))
+        seconds.append(round(run_seconds(r.metrics)))
+        if "process_seconds" in r.metrics:
+            process.append(round(r.metrics["process_seconds"]))
+    return "; other seeds: " + ", ".join(span(t) + (f" (process {span(w)})" if w else "") + f" on {device}"
+                                          for device, (t, w) in sorted(by_device.items()))
 
 
 def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print,

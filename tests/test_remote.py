@@ -85,13 +85,15 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
 
     config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=2, seed=43)
 
-    def run(seed, seconds, gpu, **changes):
+    def run(seed, seconds, gpu, process=None, **changes):
         record = {**resolved(config).to_dict(), "seed": seed, **changes}
-        return Run(tmp_path, record, {"epochs": [{"seconds": t, "eval_seconds": 1.0} for t in seconds]}, {"gpu": gpu})
+        metrics = {"epochs": [{"seconds": t, "eval_seconds": 1.0} for t in seconds],
+                   **({"process_seconds": process} if process else {})}
+        return Run(tmp_path, record, metrics, {"gpu": gpu})
 
-    runs = [run(42, [100.0, 9.0], "H200"), run(44, [120.0, 10.0], "H200"), run(45, [300.0, 30.0], "H100"),
+    runs = [run(42, [100.0, 9.0], "H200"), run(44, [120.0, 10.0], "H200", process=181.4), run(45, [300.0, 30.0], "H100"),
             run(46, [1.0, 1.0], "H200", lr=1e-3), run(43, [1.0, 1.0], "H200")]
-    assert other_seeds_text(config, runs) == "; other seeds: 332 s on H100, 111–132 s on H200"
+    assert other_seeds_text(config, runs) == "; other seeds: 332 s on H100, 111–132 s (process 181 s) on H200"
     assert other_seeds_text(replace(config, lr=7e-5), runs) == ""
     assert other_seeds_text(config, []) == ""
 
