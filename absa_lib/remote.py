@@ -217,14 +217,17 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
     the reference's runs of the same cell under other seeds took, to size a session."""
     from absa_lib.runs import find_runs
 
-    done = find_runs(Path(reference) / "runs") if reference is not None and (Path(reference) / "runs").is_dir() else []
-    lines = []
+    finished = find_runs(Path(reference) / "runs") if reference and (Path(reference) / "runs").is_dir() else []
+    lines, hinted = [], False
     for spec, rows in zip(specs, planned, strict=True):
         todo = [(cell, path) for cell, path, done in rows if not done]
         lines.append(f"[remote] grid {spec.text()}: {len(rows)} cells, {len(todo)} to train")
-        lines += [f"[remote]   {c.config.dataset} {c.label} seed {c.config.seed} ({c.part}, run {p.name})"
-                  + other_seeds_text(c.config, done) for c, p in todo]
-    if any("; other seeds: " in line for line in lines):
+        for cell, path in todo:
+            hint = other_seeds_text(cell.config, finished)
+            hinted = hinted or bool(hint)
+            lines.append(f"[remote]   {cell.config.dataset} {cell.label} seed {cell.config.seed} ({cell.part}, "
+                         f"run {path.name}){hint}")
+    if hinted:
         lines.append("[remote] other seeds: the seconds of training and evaluation of the reference's runs of the "
                      "same cell; start-up and checkpoints (a minute or two on a shared GPU) come on top, in "
                      "'process' where a grid recorded the whole; how many runs shared the device, which changes "
@@ -245,6 +248,7 @@ def other_seeds_text(config, runs: list) -> str:
             and all(r.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in want.items())]
     if not like:
         return ""
+
     def span(t: list[int]) -> str:
         return f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s"
 
@@ -416,8 +420,7 @@ def seconds_left(metrics: dict | None, epochs: int) -> int | None:
         return 0
     if len(done) < 2:
         return None
-    last = done[-1]
-    return round((last.get("seconds", 0) + last.get("eval_seconds", 0)) * max(0, epochs - len(done)))
+    return round(run_seconds({"epochs": done[-1:]}) * (epochs - len(done)))
 
 
 def _tail(log_file: Path, lines: int = 20) -> list[str]:

@@ -45,13 +45,14 @@ cd "$ROOT"
 "$PY" -m absa_lib.cli remote start "${START[@]}"
 "$PY" -m absa_lib.cli remote wait --until "$UNTIL" --bundle "$BUNDLE" "${WAIT[@]+"${WAIT[@]}"}"
 if [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then          # the cache, whole or not at all (a file changing: not)
-  PART="$(dirname "$BUNDLE")/.inductor.tar.gz.part"; LIMIT=$((10 * 1024 * 1024))
-  if tar -czf "$PART" -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null && [ "$(stat -c %s "$PART")" -le "$LIMIT" ]; then
-    mv "$PART" "$(dirname "$BUNDLE")/inductor.tar.gz"
-    echo "[remote_node] torch.compile cache: $(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1) on disk, $(($(stat -c %s "$(dirname "$BUNDLE")/inductor.tar.gz") / 1024)) KiB in $(dirname "$BUNDLE")/inductor.tar.gz"
+  DEST="$(dirname "$BUNDLE")"; PART="$DEST/.inductor.tar.gz.part"; DISK="$(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
+  if tar -czf "$PART" -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null; then KIB=$(($(stat -c %s "$PART") / 1024)); else KIB=; fi
+  if [ -n "$KIB" ] && [ "$KIB" -le $((10 * 1024)) ]; then
+    mv "$PART" "$DEST/inductor.tar.gz"
+    echo "[remote_node] torch.compile cache: $DISK on disk, $KIB KiB in $DEST/inductor.tar.gz"
   else
-    echo "[remote_node] torch.compile cache ($(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1) on disk): not brought back" \
-         "($( [ -f "$PART" ] && echo "$(($(stat -c %s "$PART") / 1024)) KiB compressed, over 10 MiB" || echo "changed while packed"))"
     rm -f "$PART"
+    WHY="changed while packed"; [ -n "$KIB" ] && WHY="$KIB KiB compressed, over 10 MiB"
+    echo "[remote_node] torch.compile cache ($DISK on disk) not brought back: $WHY"
   fi
 fi

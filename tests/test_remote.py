@@ -385,7 +385,7 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
             "300", "--profile", "smoke", "--work", str(tmp_path / "work"), "-p", "datasets", "[semeval]",
             "--reference", "", "--grid", "tables:bert-pair:1"]
     env = {**os.environ, "ABSA_PYTHON": sys.executable, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"torch.compile cache: 1 files from {carry}/inductor.tar.gz" in done.stdout
     assert (cache / "entry").read_text() == "compiled"
