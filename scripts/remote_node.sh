@@ -38,8 +38,12 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONHASHSEED=0 CUBLAS_WORKSPACE
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$ROOT/executed/inductor}"
 if [ -f "$CARRY/inductor.tar.gz" ] && [ ! -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
-  tar -xzf "$CARRY/inductor.tar.gz" -C "$TORCHINDUCTOR_CACHE_DIR"
-  echo "[remote_node] torch.compile cache: $(find "$TORCHINDUCTOR_CACHE_DIR" -type f | wc -l) files from $CARRY/inductor.tar.gz"
+  if tar -xzf "$CARRY/inductor.tar.gz" -C "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null; then
+    echo "[remote_node] torch.compile cache: $(find "$TORCHINDUCTOR_CACHE_DIR" -type f | wc -l) files from $CARRY/inductor.tar.gz"
+  else                                              # only a cache: compile as without one
+    rm -rf "$TORCHINDUCTOR_CACHE_DIR"
+    echo "[remote_node] $CARRY/inductor.tar.gz: not a readable .tar.gz; compiling without it"
+  fi
 fi
 cd "$ROOT"
 "$PY" -m absa_lib.cli remote start "${START[@]}"

@@ -367,6 +367,7 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
     """scripts/remote_node.sh as a node runs it: a carried torch.compile cache is unpacked before the
     grids start, and the cache goes back beside the bundle, whole."""
     import os
+    import shutil
     import subprocess
     import sys
     import tarfile
@@ -393,6 +394,14 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
     with tarfile.open(out / "inductor.tar.gz") as tar:
         assert tar.extractfile("./entry").read() == b"compiled"
     assert not list(out.glob(".*part"))
+    # a damaged carried cache is named in one line and left out; the runs go on without it
+    (carry / "inductor.tar.gz").write_bytes(b"not a tar")
+    shutil.rmtree(cache)
+    argv[3] = str(tmp_path / "out2" / "bundle.tar.gz")
+    (tmp_path / "out2").mkdir()
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{carry}/inductor.tar.gz: not a readable .tar.gz; compiling without it" in again.stdout
 
 
 def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys):
