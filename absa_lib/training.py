@@ -175,6 +175,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
                         "or unset ABSA_CACHE_ONLY")
     tokenizer = load_tokenizer(config.backbone)
     check_max_length(config, tokenizer)
+    keeps_resume_state()                     # a bad ABSA_RESUME_STATE is refused before any work
     with _claimed_run_folder(path, force):   # before the work: a read-only --out fails now, not later
         if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
             return load_run(path)
@@ -198,6 +199,18 @@ def _since_launch() -> float | None:
         return round(time.time() - float(spawned), 1) if spawned else None
     except ValueError:
         return None
+
+
+def keeps_resume_state() -> bool:
+    """Whether every epoch saves the resume state (``checkpoints/last``: the weights, Adam's moments
+    and the RNG state; 283 MB for MiniLM, written and hashed after every epoch). Set
+    ``ABSA_RESUME_STATE=0`` where nothing could resume from it (a device given back after its
+    session): a run interrupted there starts again from epoch 1. Results are the same either way."""
+    value = os.environ.get("ABSA_RESUME_STATE", "1")
+    if value not in ("0", "1"):
+        raise AbsaError(f"ABSA_RESUME_STATE={value!r}: expected 1 (save the resume state after every "
+                        "epoch, the default) or 0 (do not)")
+    return value == "1"
 
 
 BUSY_POLL = 5.0         # seconds between two looks at the lock of a run that another process trains
@@ -239,9 +252,12 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir) -> _Session:
               "n_dev_examples": len(splits["dev"][0]), "n_test_examples": len(splits["test"][0])}
     atomic_write_json(path / "config.json", record)
     atomic_write_json(path / "env.json", collect_env())
-    state = _resume(path / "checkpoints" / "last", model, optimizer)
+    last = path / "checkpoints" / "last"
+    state = _resume(last, model, optimizer)
     if state is not None:                                   # resume after an interruption
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
+    if not keeps_resume_state():             # it would not be kept current: none rather than a stale one
+        shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     step_model = compiled(model, config.compile, parts=config.sampler == "per-context")   # bert-single: per model
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
@@ -303,7 +319,8 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
         for split, (examples, _) in s.splits.items():
             write_predictions(s.path / f"predictions_{split}.csv", examples, probs[split])
     state["epoch"] = epoch
-    save_checkpoint(s.path / "checkpoints" / "last", s.model, s.optimizer, state)
+    if keeps_resume_state():
+        save_checkpoint(s.path / "checkpoints" / "last", s.model, s.optimizer, state)
     atomic_write_json(s.path / "metrics.json", _metrics_record(state["epochs"], s.sel_metric, complete=False))
     if progress:
         print(f"[absa] epoch {epoch}/{config.epochs} loss {row['train_loss']:.4f} "

@@ -17,7 +17,8 @@
 # FX graphs and Triton kernels, keyed by the torch and Triton versions and the GPU, checked on use).
 # After waiting, that cache is written beside BUNDLE as inductor.tar.gz, if at most 10 MiB (to fit a
 # 64 MiB carry beside the 47 MiB of backbone and data and the 5 MB of code); copied into CARRY, a
-# later node of the same kind of GPU starts from it instead of compiling again.
+# later node of the same kind of GPU starts from it instead of compiling again. A GPU's cache has
+# been far larger (below), so leave UNTIL 30 s short of the command's limit.
 set -euo pipefail
 if [ $# -lt 4 ]; then
   sed -n '2,20p' "$0" >&2
@@ -36,6 +37,9 @@ PY="${ABSA_PYTHON:-python3}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" ABSA_MINILM_DIR="$CARRY/minilm" ABSA_DATA_DIR="$CARRY/data"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 TOKENIZERS_PARALLELISM=false
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$ROOT/executed/inductor}"
+# No resume state after each epoch (283 MB for MiniLM): the node is given back after the session,
+# so nothing would resume from it. The results are the same; ABSA_RESUME_STATE=1 keeps it.
+export ABSA_RESUME_STATE="${ABSA_RESUME_STATE:-0}"
 if [ -f "$CARRY/inductor.tar.gz" ] && [ ! -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
   if tar -xzf "$CARRY/inductor.tar.gz" -C "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null; then
@@ -48,15 +52,24 @@ fi
 cd "$ROOT"
 "$PY" -m absa_lib.cli remote start "${START[@]}"
 "$PY" -m absa_lib.cli remote wait --until "$UNTIL" --bundle "$BUNDLE" "${WAIT[@]+"${WAIT[@]}"}"
-if [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then          # the cache, whole or not at all (a file changing: not)
+# The cache, whole or not at all. Packing takes time the command may not have (on an H200, 195 MB
+# packed for over 20 s and came to 29 MiB): over $ABSA_INDUCTOR_MAX_DISK_MIB on disk (default 64, the
+# whole carry) it is not packed, and packing is cut off after 20 s.
+if [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
   DEST="$(dirname "$BUNDLE")"; PART="$DEST/.inductor.tar.gz.part"; DISK="$(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
-  if tar -czf "$PART" -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null; then KIB=$(($(stat -c %s "$PART") / 1024)); else KIB=; fi
+  MAX_MIB="${ABSA_INDUCTOR_MAX_DISK_MIB:-64}"; KIB=
+  if [ "$(du -sm "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)" -gt "$MAX_MIB" ]; then
+    WHY="over $MAX_MIB MiB on disk, not packed"
+  elif timeout 20 tar -czf "$PART" -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null; then
+    KIB=$(($(stat -c %s "$PART") / 1024)); WHY="$KIB KiB compressed, over 10 MiB"
+  else
+    WHY="changed while packed, or took over 20 s"
+  fi
   if [ -n "$KIB" ] && [ "$KIB" -le $((10 * 1024)) ]; then
     mv "$PART" "$DEST/inductor.tar.gz"
     echo "[remote_node] torch.compile cache: $DISK on disk, $KIB KiB in $DEST/inductor.tar.gz"
   else
     rm -f "$PART"
-    WHY="changed while packed"; [ -n "$KIB" ] && WHY="$KIB KiB compressed, over 10 MiB"
     echo "[remote_node] torch.compile cache ($DISK on disk) not brought back: $WHY"
   fi
 fi

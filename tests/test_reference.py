@@ -23,6 +23,21 @@ def test_the_reference_is_not_empty():
     assert len(RECORDS) >= 97
 
 
+def test_the_docs_count_of_the_reference_runs_and_their_hours_is_the_records():
+    """docs/results.md's "In all" sentence, from the records (it fell behind by 15 runs once)."""
+    from absa_lib.runner import recorded_cost
+
+    cost = recorded_cost(REFERENCE / "runs")
+    gpu = {name: d for name, d in cost["devices"].items() if name.startswith("NVIDIA")}
+    cpu = [d for name, d in cost["devices"].items() if name not in gpu]
+    h100, h200 = gpu["NVIDIA H100 80GB HBM3"], gpu["NVIDIA H200"]
+    docs = " ".join((REFERENCE.parent.parent / "docs" / "results.md").read_text().split())
+    assert (f"holds {cost['runs']} runs: the `cpu` profile's {sum(d['runs'] for d in cpu)} "
+            f"({sum(d['hours'] for d in cpu):.1f} hours of single-core training and evaluation) and the `gpu` "
+            f"profile's {h100['runs'] + h200['runs']} ({h100['hours']:.1f} hours of H100 time for {h100['runs']} runs "
+            f"and {h200['hours']:.1f} hours of H200 time for {h200['runs']}," in docs)
+
+
 @pytest.mark.parametrize("path", RECORDS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
 def test_every_record_is_complete_and_its_config_hashes_to_its_run_id(path):
     run = load_run(path)              # raises on a config whose hash is not its folder name, or unfinished

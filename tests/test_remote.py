@@ -391,6 +391,9 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
     assert f"torch.compile cache: 1 files from {carry}/inductor.tar.gz" in done.stdout
     assert (cache / "entry").read_text() == "compiled"
     assert len([n for n in read_bundle(out / "bundle.tar.gz") if n.endswith("metrics.json")]) == 1
+    checkpoints = list((tmp_path / "work" / "runs").glob("semeval/bert-pair/*/checkpoints"))
+    assert len(checkpoints) == 1 and (checkpoints[0] / "best").is_dir()
+    assert not (checkpoints[0] / "last").exists()               # no resume state on a node
     with tarfile.open(out / "inductor.tar.gz") as tar:
         assert tar.extractfile("./entry").read() == b"compiled"
     assert not list(out.glob(".*part"))
@@ -402,6 +405,17 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
     again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"{carry}/inductor.tar.gz: not a readable .tar.gz; compiling without it" in again.stdout
+    shutil.rmtree(cache, ignore_errors=True)
+    # a cache too large on disk to fit the carry is not packed at all (packing a GPU's took too long)
+    with tarfile.open(carry / "inductor.tar.gz", "w:gz") as tar:
+        tar.add(packed / "entry", arcname="entry")
+    (tmp_path / "out3").mkdir()
+    argv[3] = str(tmp_path / "out3" / "bundle.tar.gz")
+    big = subprocess.run(argv, env={**env, "ABSA_INDUCTOR_MAX_DISK_MIB": "0"}, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert big.returncode == 0, big.stderr[-2000:]
+    assert "not brought back: over 0 MiB on disk, not packed" in big.stdout
+    assert sorted(p.name for p in (tmp_path / "out3").iterdir()) == ["bundle.tar.gz"]
 
 
 def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys):

@@ -66,7 +66,13 @@ def test_any_result_affecting_field_changes_the_run_id():
         assert runs.config_hash(run_config.run_identity(small(**change))) != base, change
 
 
-def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys):
+def timeless(metrics: dict) -> list[dict]:
+    """The epoch rows without their timings, which differ from one training to the next."""
+    return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in metrics["epochs"]]
+
+
+def interrupted_in_epoch_two(runs_dir, monkeypatch) -> None:
+    """Train small() into ``runs_dir`` and stop it (KeyboardInterrupt) in epoch 2's evaluation."""
     calls = {"n": 0}
     real = inference.predict_probs
 
@@ -78,21 +84,44 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
 
     monkeypatch.setattr(training, "predict_probs", dies_in_epoch_two)
     with pytest.raises(KeyboardInterrupt):
-        training.train(small(), runs_dir=tmp_path, progress=False)
+        training.train(small(), runs_dir=runs_dir, progress=False)
+    monkeypatch.setattr(training, "predict_probs", real)
+
+
+def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys):
+    interrupted_in_epoch_two(tmp_path, monkeypatch)
     run_dir = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id
     with pytest.raises(AbsaError, match="did not finish"):
         load_run(run_dir)
     interrupted_epoch1 = json.loads((run_dir / "metrics.json").read_text())["epochs"][0]
-    monkeypatch.setattr(training, "predict_probs", real)
     capsys.readouterr()
     resumed = training.train(small(), runs_dir=tmp_path, progress=True)
     assert not resumed.cached and "resuming" in capsys.readouterr().err
     assert resumed.metrics["epochs"][0] == interrupted_epoch1   # epoch 1 was not trained again
-    strip = lambda m: [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in m["epochs"]]  # noqa: E731
-    assert strip(resumed.metrics) == strip(first_run.metrics)
+    assert timeless(resumed.metrics) == timeless(first_run.metrics)
     a = np.loadtxt(first_run.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
     b = np.loadtxt(resumed.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
     np.testing.assert_array_equal(a, b)
+
+
+def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
+        first_run, tmp_path, monkeypatch, capsys):
+    interrupted_in_epoch_two(tmp_path, monkeypatch)           # with the resume state on
+    last = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id / "checkpoints" / "last"
+    assert (last / "model.safetensors").is_file()
+    monkeypatch.setenv("ABSA_RESUME_STATE", "0")
+    capsys.readouterr()
+    run = training.train(small(), runs_dir=tmp_path, progress=True)
+    assert "resuming" in capsys.readouterr().err and not last.exists()
+    assert (run.path / "checkpoints" / "best" / "model.safetensors").is_file()
+    assert run.run_id == first_run.run_id and timeless(run.metrics) == timeless(first_run.metrics)
+    other = training.train(small(seed=8), runs_dir=tmp_path, progress=False)        # from the start
+    assert not (other.path / "checkpoints" / "last").exists()
+    monkeypatch.setenv("ABSA_RESUME_STATE", "no")
+    with pytest.raises(AbsaError, match=r"^ABSA_RESUME_STATE='no': expected 1 \(save the resume state"):
+        training.train(small(seed=9), runs_dir=tmp_path, progress=False)
+    assert not (tmp_path / "sentihood" / "qacg-bert").joinpath(
+        runs.config_hash(run_config.run_identity(small(seed=9)))).exists()
 
 
 def test_lr_schedule_warms_up_then_decays_to_zero():
