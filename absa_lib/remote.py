@@ -230,8 +230,9 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
     if hinted:
         lines.append("[remote] other seeds: the seconds of training and evaluation of the reference's runs of the "
                      "same cell; start-up and checkpoints (a minute or two on a shared GPU) come on top, in "
-                     "'process' where a grid recorded the whole; how many runs shared the device, which changes "
-                     "both, is not recorded (docs/results.md, \"GPU cost, measured\")")
+                     "'process' where a grid recorded the whole; 'at once': how many runs of its runs folder were "
+                     "training at its epochs' ends, which changes both (recorded since 2026-11-26; docs/results.md, "
+                     "\"GPU cost, measured\")")
     return lines
 
 
@@ -239,8 +240,9 @@ def other_seeds_text(config, runs: list) -> str:
     """``; other seeds: 335–339 s on NVIDIA H200, 428 s on NVIDIA H100`` for the finished ``runs`` of
     ``config``'s cell with another seed (every training field the same but the seed): the range of
     their :func:`run_seconds` on each device, and of the whole process where a grid recorded it
-    (``(process 428 s)``). How many runs shared the device is not recorded, and it changes the time
-    (docs/results.md, "GPU cost, measured"). Empty when there is none."""
+    (``(process 428 s)``), and how many runs were training beside them, where they recorded it
+    (``3–6 at once``: the range over their epochs), since that changes the time (docs/results.md,
+    "GPU cost, measured"). Empty when there is none."""
     from absa_lib.config import NEUTRAL_DEFAULTS, resolved
 
     want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}
@@ -252,15 +254,21 @@ def other_seeds_text(config, runs: list) -> str:
     def span(t: list[int]) -> str:
         return f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s"
 
-    by_device: dict[str, tuple[list[int], list[int]]] = {}
+    def notes(process: list[int], beside: list[int]) -> str:
+        parts = ([f"process {span(process)}"] if process else []) + (
+            [f"{min(beside)}{'' if min(beside) == max(beside) else f'–{max(beside)}'} at once"] if beside else [])
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    by_device: dict[str, tuple[list[int], list[int], list[int]]] = {}
     for r in like:
         device = r.env.get("gpu") or r.env.get("cpu_model") or "an unnamed machine"
-        seconds, process = by_device.setdefault(device, ([], []))
+        seconds, process, beside = by_device.setdefault(device, ([], [], []))
         seconds.append(round(run_seconds(r.metrics)))
         if "process_seconds" in r.metrics:
             process.append(round(r.metrics["process_seconds"]))
-    return "; other seeds: " + ", ".join(span(t) + (f" (process {span(w)})" if w else "") + f" on {device}"
-                                          for device, (t, w) in sorted(by_device.items()))
+        beside += [e["runs_training"] for e in r.metrics["epochs"] if "runs_training" in e]
+    return "; other seeds: " + ", ".join(span(t) + notes(w, n) + f" on {device}"
+                                          for device, (t, w, n) in sorted(by_device.items()))
 
 
 def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | None, log=print,

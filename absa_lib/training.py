@@ -311,6 +311,7 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
             s.model, enc, config.eval_batch_size, s.pad_id, config.precision))
         row[split] = compute_metrics(config.dataset, np.array([e.label_id for e in examples]), probs[split])
     row["eval_seconds"] = time.time() - t0
+    row["runs_training"] = runs_training_beside(s.path)
     row.update(joint.end_of_epoch(s.model, config, s.splits["dev"][0], probs["dev"]))   # task weights
     state["epochs"].append(row)
     if not state["best"] or row["dev"][s.sel_metric] > state["best"]["dev"][s.sel_metric]:
@@ -349,6 +350,14 @@ def _save_curve(path: Path, config: TrainConfig, metrics: dict) -> None:
 
 
 RUN_LOCK = ".lock"      # in the run folder: held by the one process training the run
+
+
+def runs_training_beside(path: Path) -> int:
+    """How many runs of the runs folder that holds ``path`` (``<runs_dir>/<dataset>/<model>/<id>``)
+    are being trained now, the one at ``path`` included: the run locks that some process holds.
+    Recorded after every epoch (``runs_training``), because runs sharing a device change its speed."""
+    others = (lock for lock in path.parents[2].glob(f"*/*/*/{RUN_LOCK}") if lock.parent != path)
+    return 1 + sum(lock_holder(lock) is not None for lock in others)
 
 
 @contextmanager

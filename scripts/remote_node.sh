@@ -54,9 +54,11 @@ cd "$ROOT"
 "$PY" -m absa_lib.cli remote wait --until "$UNTIL" --bundle "$BUNDLE" "${WAIT[@]+"${WAIT[@]}"}"
 # The cache, whole or not at all. Packing takes time the command may not have (on an H200, 195 MB
 # packed for over 20 s and came to 29 MiB): over $ABSA_INDUCTOR_MAX_DISK_MIB on disk (default 64, the
-# whole carry) it is not packed, and packing is cut off after 20 s.
+# whole carry) it is not packed, and packing is cut off after 20 s. It is packed outside the bundle's
+# folder and moved there whole, so a command stopped while packing brings back no half-packed file.
 if [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
-  DEST="$(dirname "$BUNDLE")"; PART="$DEST/.inductor.tar.gz.part"; DISK="$(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
+  mkdir -p "$ROOT/executed"
+  DEST="$(dirname "$BUNDLE")"; PART="$ROOT/executed/.inductor.tar.gz.part"; DISK="$(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
   MAX_MIB="${ABSA_INDUCTOR_MAX_DISK_MIB:-64}"; KIB=
   if [ "$(du -sm "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)" -gt "$MAX_MIB" ]; then
     WHY="over $MAX_MIB MiB on disk, not packed"

@@ -85,15 +85,20 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
 
     config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=2, seed=43)
 
-    def run(seed, seconds, gpu, process=None, **changes):
+    def run(seed, seconds, gpu, process=None, beside=(), **changes):
         record = {**resolved(config).to_dict(), "seed": seed, **changes}
-        metrics = {"epochs": [{"seconds": t, "eval_seconds": 1.0} for t in seconds],
+        metrics = {"epochs": [{"seconds": t, "eval_seconds": 1.0, **({"runs_training": n} if n else {})}
+                              for t, n in zip(seconds, beside or [None] * len(seconds), strict=True)],
                    **({"process_seconds": process} if process else {})}
         return Run(tmp_path, record, metrics, {"gpu": gpu})
 
     runs = [run(42, [100.0, 9.0], "H200"), run(44, [120.0, 10.0], "H200", process=181.4), run(45, [300.0, 30.0], "H100"),
             run(46, [1.0, 1.0], "H200", lr=1e-3), run(43, [1.0, 1.0], "H200")]
     assert other_seeds_text(config, runs) == "; other seeds: 332 s on H100, 111–132 s (process 181 s) on H200"
+    # runs that recorded how many runs were training beside them at their epochs' ends
+    runs += [run(47, [50.0, 5.0], "A100", beside=[6, 3]), run(48, [60.0, 6.0], "L4", process=70.0, beside=[2, 2])]
+    assert other_seeds_text(config, runs) == ("; other seeds: 57 s (3–6 at once) on A100, 332 s on H100, "
+                                              "111–132 s (process 181 s) on H200, 68 s (process 70 s; 2 at once) on L4")
     assert other_seeds_text(replace(config, lr=7e-5), runs) == ""
     assert other_seeds_text(config, []) == ""
 
@@ -396,7 +401,7 @@ def test_the_node_script_bundles_the_runs_and_brings_the_compile_cache_both_ways
     assert not (checkpoints[0] / "last").exists()               # no resume state on a node
     with tarfile.open(out / "inductor.tar.gz") as tar:
         assert tar.extractfile("./entry").read() == b"compiled"
-    assert not list(out.glob(".*part"))
+    assert not list(out.glob(".*part")) and not (REFERENCE.parent.parent / "executed" / ".inductor.tar.gz.part").exists()
     # a damaged carried cache is named in one line and left out; the runs go on without it
     (carry / "inductor.tar.gz").write_bytes(b"not a tar")
     shutil.rmtree(cache)

@@ -43,6 +43,7 @@ def test_run_writes_every_record(first_run):
     for row in m["epochs"]:
         assert 0.0 <= row["dev"]["aspect_strict_acc"] <= 1.0 and row["train_loss"] > 0
         assert "startup_seconds" not in row          # trained in this process, not launched by a grid
+        assert row["runs_training"] == 1             # alone in its runs folder
     assert "process_seconds" not in m
     best = m["selection"]["test_best"]
     assert best["test"]["aspect_strict_acc"] == max(r["test"]["aspect_strict_acc"] for r in m["epochs"])
@@ -52,6 +53,20 @@ def test_run_writes_every_record(first_run):
     assert env["device"] == "cpu" and env["torch"]
     from absa_lib.device import cpu_has_native_bf16   # what "auto" meant here, and which CPU it was
     assert env["cpu_native_bf16"] is cpu_has_native_bf16() and env["cpu_model"] == runs.cpu_model()
+
+
+def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path):
+    """Another run's lock held (a process training it) counts; a lock file nobody holds (a finished
+    run) does not."""
+    from absa_lib.fileio import exclusive_lock
+
+    busy, idle = tmp_path / "semeval" / "bert-pair" / "0123456789ab", tmp_path / "sentihood" / "cg-bert" / "ba9876543210"
+    for folder in (busy, idle):
+        folder.mkdir(parents=True)
+    (idle / training.RUN_LOCK).write_text("")
+    with exclusive_lock(busy / training.RUN_LOCK, busy="training"):
+        run = training.train(small(epochs=1, seed=11), runs_dir=tmp_path, progress=False)
+    assert [row["runs_training"] for row in run.metrics["epochs"]] == [2]
 
 
 def test_repeat_is_a_cache_hit(first_run):
