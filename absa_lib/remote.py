@@ -251,12 +251,11 @@ def other_seeds_text(config, runs: list) -> str:
     if not like:
         return ""
 
-    def span(t: list[int]) -> str:
-        return f"{min(t)} s" if min(t) == max(t) else f"{min(t)}–{max(t)} s"
+    def span(t: list[int], unit: str = " s") -> str:
+        return f"{min(t)}{unit}" if min(t) == max(t) else f"{min(t)}–{max(t)}{unit}"
 
     def notes(process: list[int], beside: list[int]) -> str:
-        parts = ([f"process {span(process)}"] if process else []) + (
-            [f"{min(beside)}{'' if min(beside) == max(beside) else f'–{max(beside)}'} at once"] if beside else [])
+        parts = ([f"process {span(process)}"] if process else []) + ([f"{span(beside, '')} at once"] if beside else [])
         return f" ({'; '.join(parts)})" if parts else ""
 
     by_device: dict[str, tuple[list[int], list[int], list[int]]] = {}

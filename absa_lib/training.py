@@ -147,6 +147,7 @@ class _Session:
     sel_metric: str
     total_steps: int
     state: dict                                          # epoch, step, per-epoch rows, best row
+    keep_resume_state: bool                              # checkpoints/last after every epoch
 
     @property
     def dense_routing(self) -> bool:
@@ -175,11 +176,11 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
                         "or unset ABSA_CACHE_ONLY")
     tokenizer = load_tokenizer(config.backbone)
     check_max_length(config, tokenizer)
-    keeps_resume_state()                     # a bad ABSA_RESUME_STATE is refused before any work
+    keep_resume_state = keeps_resume_state()  # read once: a bad ABSA_RESUME_STATE is refused before any work
     with _claimed_run_folder(path, force):   # before the work: a read-only --out fails now, not later
         if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
             return load_run(path)
-        session = _open_run(config, path, tokenizer, data_dir)
+        session = _open_run(config, path, tokenizer, data_dir, keep_resume_state)
         startup = _since_launch()
         for epoch in range(session.state["epoch"] + 1, config.epochs + 1):
             row = _train_epoch(session, epoch, progress)
@@ -231,7 +232,7 @@ def train_when_free(config: TrainConfig, runs_dir=None, log=print, **kwargs) -> 
                 time.sleep(BUSY_POLL)
 
 
-def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir) -> _Session:
+def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_state: bool) -> _Session:
     """Tokenize, build the model and optimizer, write the config and environment records, and restore
     the last completed epoch if there is one."""
     torch.manual_seed(config.seed)
@@ -256,13 +257,13 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir) -> _Session:
     state = _resume(last, model, optimizer)
     if state is not None:                                   # resume after an interruption
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
-    if not keeps_resume_state():             # it would not be kept current: none rather than a stale one
+    if not keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     step_model = compiled(model, config.compile, parts=config.sampler == "per-context")   # bert-single: per model
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
-                    state or {"epoch": 0, "step": 0, "epochs": [], "best": {}})
+                    state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, keep_resume_state)
 
 
 def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
@@ -320,7 +321,7 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
         for split, (examples, _) in s.splits.items():
             write_predictions(s.path / f"predictions_{split}.csv", examples, probs[split])
     state["epoch"] = epoch
-    if keeps_resume_state():
+    if s.keep_resume_state:
         save_checkpoint(s.path / "checkpoints" / "last", s.model, s.optimizer, state)
     atomic_write_json(s.path / "metrics.json", _metrics_record(state["epochs"], s.sel_metric, complete=False))
     if progress:

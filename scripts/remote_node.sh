@@ -60,6 +60,9 @@ if [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
   mkdir -p "$ROOT/executed"
   DEST="$(dirname "$BUNDLE")"; PART="$ROOT/executed/.inductor.tar.gz.part"; DISK="$(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
   MAX_MIB="${ABSA_INDUCTOR_MAX_DISK_MIB:-64}"; KIB=
+  case "$MAX_MIB" in ''|*[!0-9]*)
+    echo "[remote_node] ABSA_INDUCTOR_MAX_DISK_MIB=$MAX_MIB: expected a whole number of MiB; using 64"; MAX_MIB=64;;
+  esac
   if [ "$(du -sm "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)" -gt "$MAX_MIB" ]; then
     WHY="over $MAX_MIB MiB on disk, not packed"
   elif timeout 20 tar -czf "$PART" -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null; then
