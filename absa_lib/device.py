@@ -72,14 +72,14 @@ def pad_multiple(mode: str) -> int:
     return 1 if mode == "none" else COMPILE_PAD_MULTIPLE
 
 
-def compiled(model: torch.nn.Module, mode: str, parts: bool = False):
+def compiled(model: torch.nn.Module, mode: str, parts: bool = False, dense: bool = False):
     """``model`` itself for ``none``, else its ``torch.compile`` wrapper (shares the parameters;
     save and evaluate through ``model``). Shapes start static; a second length makes them dynamic.
-    ``parts``: compile the model's parts one by one instead (``model.compiled_parts``: bert-single
-    on per-context batches)."""
+    ``parts``: compile the model's parts one by one instead (``model.compiled_parts``: bert-single),
+    routing every batch through all of them when ``dense`` (mixed batches)."""
     if mode not in COMPILE_MODES:
         raise AbsaError(f"compile={mode!r} is not one of {', '.join(COMPILE_MODES)}")
     if mode == "none":
         return model
     mode = None if mode == "default" else mode
-    return model.compiled_parts(mode) if parts else torch.compile(model, mode=mode)
+    return model.compiled_parts(mode, dense) if parts else torch.compile(model, mode=mode)

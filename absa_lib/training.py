@@ -151,8 +151,8 @@ class _Session:
 
     @property
     def dense_routing(self) -> bool:
-        """bert-single compiled as one graph (mixed batches): every classifier runs on every batch,
-        so absent contexts get zero gradients, not None (sparse routing leaves None already)."""
+        """bert-single compiled on mixed batches: every classifier runs on every batch, so absent
+        contexts get zero gradients, not None (sparse routing leaves None already)."""
         return isinstance(self.model, PerContextModel) and self.step_model is not self.model \
             and self.config.sampler != "per-context"
 
@@ -260,7 +260,8 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     if not keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    step_model = compiled(model, config.compile, parts=config.sampler == "per-context")   # bert-single: per model
+    parts = isinstance(model, PerContextModel)                   # bert-single: each classifier compiled alone
+    step_model = compiled(model, config.compile, parts=parts, dense=parts and config.sampler != "per-context")
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, keep_resume_state)
@@ -280,7 +281,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         loss.backward()
-        if s.dense_routing:                                  # bert-single, compiled whole: Adam skips absent contexts
+        if s.dense_routing:                                  # bert-single, mixed batches: Adam skips absent contexts
             s.model.drop_absent_grads(batch["context_ids"])
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), config.max_grad_norm)
         s.optimizer.step()

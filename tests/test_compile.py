@@ -132,13 +132,13 @@ def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_
         step(**{k: v for k, v in _batch().items() if k != "context_ids"})
 
 
-def test_training_compiles_bert_single_by_parts_only_on_per_context_batches(monkeypatch, tmp_path, real_data_dir):
+def test_training_compiles_bert_single_by_parts_densely_only_on_mixed_batches(monkeypatch, tmp_path, real_data_dir):
     from absa_lib import training
 
     asked = []
 
-    def record(model, mode, parts=False):
-        asked.append((type(model).__name__, parts))
+    def record(model, mode, parts=False, dense=False):
+        asked.append((type(model).__name__, parts, dense))
         return model
 
     monkeypatch.setattr(training, "compiled", record)
@@ -147,13 +147,16 @@ def test_training_compiles_bert_single_by_parts_only_on_per_context_batches(monk
                                         epochs=1, batch_size=8, max_length=48, max_train_examples=16,
                                         max_eval_examples=40, compile="default", sampler=sampler)
         training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
-    assert asked == [("PerContextModel", True), ("PerContextModel", False)]
+    config = run_config.TrainConfig(dataset="sentihood", model="qacg-bert", backbone="tiny", epochs=1, batch_size=8,
+                                    max_length=48, max_train_examples=16, max_eval_examples=40, compile="default")
+    training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
+    assert asked == [("PerContextModel", True, False), ("PerContextModel", True, True), ("AbsaModel", False, False)]
 
 
 def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
     from absa_lib import training
 
-    def broken(model, mode, parts=False):
+    def broken(model, mode, parts=False, dense=False):
         def step(**batch):
             raise torch._dynamo.exc.TorchDynamoException("backend='inductor' raised: no C++ compiler")
         return step if mode != "none" else model
@@ -199,4 +202,47 @@ def test_the_compiled_parts_share_one_set_of_graphs_among_all_classifiers(monkey
                 torch.testing.assert_close(compiled_grad, eager_grad, atol=1e-6, rtol=1e-5)
     assert counters["stats"]["unique_graphs"] == 3            # batch size, then length, made dynamic
     assert counters["frames"]["total"] == counters["frames"]["ok"] == 3
+    torch._dynamo.reset()
+
+
+def test_on_mixed_batches_the_compiled_parts_route_densely_with_one_set_of_graphs(monkeypatch):
+    """Mixed batches: every compiled classifier sees the whole batch, so however its rows divide among
+    the contexts the shapes are the batch's, and the 8 classifiers share the graphs of one (three for
+    two lengths and a short batch). Loss and gradients are the eager model's (sparse routing) once
+    the absent contexts' zero gradients are dropped, as training does."""
+    from functools import partial
+
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
+    step = DV.compiled(model, "default", parts=True, dense=True)
+    seen = {}
+    for c, sub in enumerate(model.models):
+        sub.register_forward_hook(lambda m, args, out, c=c: seen.setdefault(c, set()).add(args[0].size(0)))
+    g = torch.Generator().manual_seed(1)
+    for length, size in ((16, 6), (16, 6), (32, 6), (16, 3)):
+        ids = torch.randint(5, 100, (size, length), generator=g)
+        context_ids = torch.randint(0, 8, (size,), generator=g)      # a different mix of contexts each time
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids),
+                 "context_ids": context_ids, "labels": torch.randint(0, 3, (size,), generator=g)}
+        grads = []
+        for run in (step, model):
+            model.zero_grad(set_to_none=True)
+            loss = run(**batch).loss
+            loss.backward()
+            if run is step:
+                model.drop_absent_grads(context_ids)
+            grads.append((loss.detach(), [p.grad for p in model.parameters()]))
+        torch.testing.assert_close(grads[0][0], grads[1][0])
+        for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1]):
+            if eager_grad is None:
+                assert compiled_grad is None
+            else:
+                torch.testing.assert_close(compiled_grad, eager_grad, atol=1e-6, rtol=1e-5)
+    assert all(6 in sizes for sizes in seen.values()) and len(seen) == 8      # every classifier, whole batches
+    assert counters["stats"]["unique_graphs"] == 3
     torch._dynamo.reset()

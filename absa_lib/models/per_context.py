@@ -18,15 +18,18 @@ Batches (``TrainConfig.sampler``):
 Adam skips a model whose examples are absent from a batch (its gradients are None).
 
 Routing: *sparse* (eager) sends each context's rows through its own model, so each example is
-computed once, but the shapes depend on the batch's contents. *Dense* (the whole set under
-``torch.compile``, whose graphs need fixed shapes, or with ``dense_routing = True``) runs every
-model on the whole batch and keeps, per row, its own context's logits: K times the arithmetic, one
-static graph. The loss and every gradient are the same (a model's discarded rows contribute exactly
-zero); after the backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows
-in the batch back to None, so that Adam skips them as under sparse routing (where it changes
-nothing). Per-context batches compile without either cost: :class:`CompiledParts` routes sparsely
-and compiles each model on its own, and ``torch.compile`` reuses one graph for all K (the same code
-and shapes; the parameters are the graph's inputs).
+computed once, but the shapes depend on the batch's contents. *Dense* runs every model on the whole
+batch and keeps, per row, its own context's logits: K times the arithmetic, fixed shapes. The loss
+and every gradient are the same (a model's discarded rows contribute exactly zero); after the
+backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows in the batch back
+to None, so that Adam skips them as under sparse routing (where it changes nothing).
+
+Compiled training (:class:`CompiledParts`) compiles each model on its own, and ``torch.compile``
+reuses one graph for all K (the same code and shapes; the parameters are the graph's inputs), so
+compiling costs what one classifier's does. Per-context batches route sparsely (one model per
+batch, nothing computed twice); mixed batches route densely (a context's share of a batch varies,
+and each new count would be a new shape to compile). Compiling the whole set instead (dense routing
+under ``torch.compiler.is_compiling()``, as before) puts K copies of the model into one graph.
 """
 
 from __future__ import annotations
@@ -67,12 +70,18 @@ class PerContextModel(AbsaPreTrainedModel):
                 labels: torch.Tensor | None = None, output_components: bool = False) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        if self.dense_routing or torch.compiler.is_compiling():
-            every = torch.stack([m(input_ids, attention_mask, token_type_ids).logits for m in self.models])  # (K, B, C)
-            logits = every[context_ids, torch.arange(input_ids.size(0), device=input_ids.device)]      # (B, C)
-            loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
-            return AbsaOutput(logits=logits, loss=loss)
-        return self.route(self.models, input_ids, attention_mask, token_type_ids, context_ids, labels)
+        routing = self.dense if self.dense_routing or torch.compiler.is_compiling() else self.route
+        return routing(self.models, input_ids, attention_mask, token_type_ids, context_ids, labels)
+
+    @staticmethod
+    def dense(models, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
+              context_ids: torch.Tensor, labels: torch.Tensor | None) -> AbsaOutput:
+        """Dense routing: every one of ``models`` (the K models, or their compiled wrappers) on the
+        whole batch; each row keeps its own context's logits."""
+        every = torch.stack([m(input_ids, attention_mask, token_type_ids).logits for m in models])  # (K, B, C)
+        logits = every[context_ids, torch.arange(input_ids.size(0), device=input_ids.device)]     # (B, C)
+        loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        return AbsaOutput(logits=logits, loss=loss)
 
     @staticmethod
     def route(models, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
@@ -90,10 +99,10 @@ class PerContextModel(AbsaPreTrainedModel):
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss)
 
-    def compiled_parts(self, mode: str | None) -> CompiledParts:
-        """The training step for per-context batches, each model compiled on its own (``mode``:
-        ``torch.compile``'s)."""
-        return CompiledParts(self, mode)
+    def compiled_parts(self, mode: str | None, dense: bool = False) -> CompiledParts:
+        """The compiled training step, each model compiled on its own (``mode``: ``torch.compile``'s);
+        ``dense`` for mixed batches, sparse routing for per-context ones."""
+        return CompiledParts(self, mode, dense)
 
     def drop_absent_grads(self, context_ids: torch.Tensor) -> None:
         """After a backward pass: gradients of the models whose context has no row in the batch
@@ -107,23 +116,25 @@ class PerContextModel(AbsaPreTrainedModel):
 
 
 class CompiledParts(nn.Module):
-    """The compiled training step of a :class:`PerContextModel` fed per-context batches: sparse
-    routing, each classifier compiled on its own. One batch runs one classifier, so nothing is
-    computed twice, and ``torch.compile`` compiles one graph for all K (the same code and shapes;
-    parameters are the graph's inputs, and CUDA graphs are recorded per classifier). It shares the
-    model's parameters; save and evaluate through the model."""
+    """The compiled training step of a :class:`PerContextModel`, each classifier compiled on its own:
+    ``torch.compile`` compiles one graph for all K (the same code and shapes; parameters are the
+    graph's inputs, and CUDA graphs are recorded per classifier). Per-context batches route sparsely
+    (a batch runs one classifier, nothing is computed twice); with ``dense`` (mixed batches) every
+    classifier runs on the whole batch, whose shape does not depend on how its rows divide among the
+    contexts. It shares the model's parameters; save and evaluate through the model."""
 
-    def __init__(self, model: PerContextModel, mode: str | None) -> None:
+    def __init__(self, model: PerContextModel, mode: str | None, dense: bool = False) -> None:
         super().__init__()
         self.model = model
         self.parts = [torch.compile(m, mode=mode) for m in model.models]   # a plain list: not submodules
+        self.routing = PerContextModel.dense if dense else PerContextModel.route
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        return PerContextModel.route(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
+        return self.routing(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
 
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
