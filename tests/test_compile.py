@@ -1,8 +1,8 @@
 """The compiled training step (``compile``): its identity, its padding, and bert-single's routing
-(dense on mixed batches, by parts on per-context batches).
+(each classifier compiled on its own: sparse on per-context batches, dense on mixed ones).
 
 Compiling with inductor is slow on a CPU (a minute for the tiny model), so these tests check what the
-compiled step relies on, not a compiled run; one traces bert-single's parts with dynamo's ``eager``
+compiled step relies on, not a compiled run; two trace bert-single's parts with dynamo's ``eager``
 backend (seconds) to count the graphs. The GPU speed is in the README's measured table.
 """
 
