@@ -83,26 +83,44 @@ def measure(way: str, args, device) -> dict:
             "loss_vs_eager": abs(compiled_loss - eager_loss)}
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return int(text)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backbone", default="tiny")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--contexts", type=int, default=8, help="classifiers (SentiHood: 8, SemEval: 5)")
-    p.add_argument("--batch-size", type=int, default=24)
-    p.add_argument("--length", type=int, default=48, help="the first batch length (the second is 16 more)")
+    p.add_argument("--contexts", type=_positive, default=8, help="classifiers (SentiHood: 8, SemEval: 5)")
+    p.add_argument("--batch-size", type=_positive, default=24)
+    p.add_argument("--length", type=_positive, default=48, help="the first batch length (the second is 16 more)")
     p.add_argument("--mode", default="default", choices=("default", "reduce-overhead"),
                    help="as absa train --compile (the gpu profile: reduce-overhead)")
-    p.add_argument("--steps", type=int, default=10, help="timed steps after compiling")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--steps", type=_positive, default=10, help="timed steps after compiling")
+    p.add_argument("--threads", type=_positive, default=None)
     p.add_argument("--ways", nargs="+", default=["parts", "whole"], choices=("parts", "whole"))
     p.add_argument("--one", choices=("parts", "whole"), help=argparse.SUPPRESS)   # a child process's way
     args = p.parse_args()
+    import torch
+
+    try:
+        device = torch.device(args.device)
+    except RuntimeError as err:
+        p.error(f"--device {args.device}: {err}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {args.device}: this torch sees no CUDA device")
     if args.one:
-        import torch
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        r = measure(args.one, args, torch.device(args.device))
+        from absa_lib.errors import AbsaError
+
+        try:
+            r = measure(args.one, args, device)
+        except AbsaError as err:                          # an unknown backbone, say
+            sys.exit(f"per_context_compile: {err}")
         print(f"{r['way']:<6} {r['first_steps_s']:>30.1f} {r['later_step_ms']:>15.1f} {r['loss_vs_eager']:>15.2e}")
         return
     print(f"backbone={args.backbone} device={args.device} contexts={args.contexts} batch={args.batch_size} "
@@ -110,8 +128,10 @@ def main() -> None:
     print(f"{'way':<6} {'first 4 steps (compiling), s':>30} {'later step, ms':>15} {'|loss - eager|':>15}", flush=True)
     for way in args.ways:                  # each in a fresh process with a cold cache: nothing compiled is shared
         with tempfile.TemporaryDirectory() as cache:
-            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", way], check=True,
-                           env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+            done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", way],
+                                  env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}, check=False)
+        if done.returncode:                # the child said why in one line
+            sys.exit(done.returncode)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ PY="${ABSA_PYTHON:-python3}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" ABSA_MINILM_DIR="$CARRY/minilm" ABSA_DATA_DIR="$CARRY/data"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONHASHSEED=0 CUBLAS_WORKSPACE_CONFIG=:4096:8 TOKENIZERS_PARALLELISM=false
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$ROOT/executed/inductor}"
-# No resume state after each epoch (283 MB for MiniLM): the node is given back after the session,
+# No resume state after each epoch (283 MB for a MiniLM CG/QACG-BERT, about 2.2 GB for BERT-single's
+# eight classifiers): the node is given back after the session,
 # so nothing would resume from it. The results are the same; ABSA_RESUME_STATE=1 keeps it.
 export ABSA_RESUME_STATE="${ABSA_RESUME_STATE:-0}"
 if [ -f "$CARRY/inductor.tar.gz" ] && [ ! -d "$TORCHINDUCTOR_CACHE_DIR" ]; then

@@ -25,3 +25,16 @@ def test_both_ways_compile_the_dense_step_and_match_eager(monkeypatch):
         assert r["way"] == way and r["first_steps_s"] > 0 and r["later_step_ms"] > 0
         assert r["loss_vs_eager"] < 1e-6
     torch._dynamo.reset()
+
+
+def test_bad_arguments_are_one_line_each():
+    import subprocess
+    import sys
+
+    script = str(ROOT / "benchmarks" / "per_context_compile.py")
+    for argv, line in ((["--contexts", "0"], "argument --contexts: '0': expected a whole number of at least 1"),
+                       (["--backbone", "nosuch"], "per_context_compile: backbone 'nosuch' is neither one of")):
+        done = subprocess.run([sys.executable, script, *argv, "--ways", "parts"], capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode != 0
+        assert line in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]

@@ -127,14 +127,15 @@ class CompiledParts(nn.Module):
         super().__init__()
         self.model = model
         self.parts = [torch.compile(m, mode=mode) for m in model.models]   # a plain list: not submodules
-        self.routing = PerContextModel.dense if dense else PerContextModel.route
+        self.dense = dense
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        return self.routing(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
+        routing = PerContextModel.dense if self.dense else PerContextModel.route
+        return routing(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
 
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
