@@ -1,17 +1,22 @@
-"""What compiling bert-single's training step costs on mixed batches, two ways (prints numbers).
+"""What bert-single's compiled training step costs on mixed batches, and where the time goes (prints numbers).
 
 bert-single keeps K classifiers (8 for SentiHood). On mixed batches every classifier runs on the whole
 batch (dense routing, fixed shapes). Compiled as a whole, the step is one graph holding K copies of
 the model; compiled by parts (``CompiledParts``, what training does), each classifier is compiled on
-its own and all K share one graph. This times, for each way, from a cold compile cache:
+its own and all K share one graph. The third way, ``per-context``, is the tables' BERT-single: each
+batch holds one context's rows, so a step runs one classifier (sparse routing, by parts). This
+times, for each way, from a cold compile cache:
 
 - ``first steps``: the steps that compile (one per batch shape: two lengths, as padded batches have),
-- ``later step``: the median of the steps after them (the same arithmetic both ways: K models per row),
+- ``forward+backward``: the median of the later steps' forward and backward passes,
+- ``update``: the median of what training does after them: the global gradient-norm clip and the
+  fused AdamW step over the classifiers that have gradients (all K on mixed batches, one per-context),
 
-and checks that both ways give the eager model's loss on the first batch.
+and checks that each way gives the eager model's loss on the first batch.
 
     python benchmarks/per_context_compile.py                    # tiny random BERT on this CPU
-    ABSA_MINILM_DIR=.carry/minilm python benchmarks/per_context_compile.py --backbone minilm --device cuda
+    ABSA_MINILM_DIR=.carry/minilm python benchmarks/per_context_compile.py --backbone minilm \
+        --device cuda --mode reduce-overhead --ways per-context parts
 
 On a CPU it needs a C++ compiler (inductor); ``--threads 1`` gives steadier numbers beside other jobs.
 """
@@ -26,14 +31,18 @@ import sys
 import tempfile
 import time
 
+WAYS = ("per-context", "parts", "whole")    # the tables' step; mixed batches by parts (training) and whole
 
-def _batch(g, size: int, length: int, contexts: int, vocab: int, device):
+
+def _batch(g, size: int, length: int, contexts: int, vocab: int, device, one_context: bool = False):
+    """Random token ids; rows of random contexts (mixed), or all of one random context."""
     import torch
 
     ids = torch.randint(5, vocab, (size, length), generator=g)
+    context = torch.randint(0, contexts, (1,) if one_context else (size,), generator=g).expand(size)
     return {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device),
             "token_type_ids": torch.zeros_like(ids).to(device),
-            "context_ids": torch.randint(0, contexts, (size,), generator=g).to(device),
+            "context_ids": context.contiguous().to(device),
             "labels": torch.randint(0, 3, (size,), generator=g).to(device)}
 
 
@@ -45,41 +54,52 @@ def _sync(device) -> None:
 
 
 def measure(way: str, args, device) -> dict:
-    """Cold compile (fresh dynamo state and inductor cache), then timed steps of forward + backward."""
+    """Cold compile (fresh dynamo state and inductor cache), then timed training steps: forward and
+    backward, then the update (clip and AdamW) timed apart."""
     import torch
 
     from absa_lib.device import compiled
     from absa_lib.models.per_context import build_per_context
+    from absa_lib.optim import adamw
 
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = build_per_context(backbone=args.backbone, num_labels=3, num_contexts=args.contexts,
                               num_aspects=args.contexts).to(device).eval()   # eval: no dropout, comparable losses
-    step = compiled(model, args.mode) if way == "whole" else compiled(model, args.mode, parts=True, dense=True)
+    step = (compiled(model, args.mode) if way == "whole"
+            else compiled(model, args.mode, parts=True, dense=way == "parts"))
+    optimizer = adamw(model.parameters(), lr=1e-5)
     g = torch.Generator().manual_seed(1)
     shapes = [(args.batch_size, args.length), (args.batch_size, args.length + 16)]
-    batches = [_batch(g, size, length, args.contexts, model.config.vocab_size, device) for size, length in shapes]
+    batches = [_batch(g, size, length, args.contexts, model.config.vocab_size, device, way == "per-context")
+               for size, length in shapes]
     with torch.no_grad():
         eager_loss = float(model(**batches[0]).loss)
-    first = []
-    for i, batch in enumerate(batches * 2):                               # the second length makes them dynamic
+
+    def train_step(batch) -> tuple[float, float, torch.Tensor]:
         t0 = time.perf_counter()
         loss = step(**batch).loss
         loss.backward()
-        model.zero_grad(set_to_none=True)
+        if way != "per-context":                 # as training after dense routing: Adam skips absent contexts
+            model.drop_absent_grads(batch["context_ids"])
         _sync(device)
-        first.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        _sync(device)
+        return t1 - t0, time.perf_counter() - t1, loss.detach()
+
+    first = []
+    for i, batch in enumerate(batches * 2):                               # the second length makes them dynamic
+        fb, update, loss = train_step(batch)
+        first.append(fb + update)
         if i == 0:
-            compiled_loss = float(loss.detach())
-    later = []
-    for i in range(args.steps):
-        t0 = time.perf_counter()
-        loss = step(**batches[i % 2]).loss
-        loss.backward()
-        model.zero_grad(set_to_none=True)
-        _sync(device)
-        later.append(time.perf_counter() - t0)
-    return {"way": way, "first_steps_s": sum(first), "later_step_ms": 1000 * statistics.median(later),
+            compiled_loss = float(loss)
+    timed = [train_step(batches[i % 2])[:2] for i in range(args.steps)]
+    return {"way": way, "first_steps_s": sum(first),
+            "forward_backward_ms": 1000 * statistics.median(t[0] for t in timed),
+            "update_ms": 1000 * statistics.median(t[1] for t in timed),
             "loss_vs_eager": abs(compiled_loss - eager_loss)}
 
 
@@ -100,8 +120,8 @@ def main() -> None:
                    help="as absa train --compile (the gpu profile: reduce-overhead)")
     p.add_argument("--steps", type=_positive, default=10, help="timed steps after compiling")
     p.add_argument("--threads", type=_positive, default=None)
-    p.add_argument("--ways", nargs="+", default=["parts", "whole"], choices=("parts", "whole"))
-    p.add_argument("--one", choices=("parts", "whole"), help=argparse.SUPPRESS)   # a child process's way
+    p.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS)
+    p.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)   # a child process's way
     args = p.parse_args()
     import torch
 
@@ -121,11 +141,13 @@ def main() -> None:
             r = measure(args.one, args, device)
         except AbsaError as err:                          # an unknown backbone, say
             sys.exit(f"per_context_compile: {err}")
-        print(f"{r['way']:<6} {r['first_steps_s']:>30.1f} {r['later_step_ms']:>15.1f} {r['loss_vs_eager']:>15.2e}")
+        print(f"{r['way']:<12} {r['first_steps_s']:>30.1f} {r['forward_backward_ms']:>20.1f} {r['update_ms']:>10.1f} "
+              f"{r['loss_vs_eager']:>15.2e}", flush=True)
         return
     print(f"backbone={args.backbone} device={args.device} contexts={args.contexts} batch={args.batch_size} "
           f"lengths={args.length},{args.length + 16} mode={args.mode}")
-    print(f"{'way':<6} {'first 4 steps (compiling), s':>30} {'later step, ms':>15} {'|loss - eager|':>15}", flush=True)
+    print(f"{'way':<12} {'first 4 steps (compiling), s':>30} {'forward+backward, ms':>20} {'update, ms':>10} "
+          f"{'|loss - eager|':>15}", flush=True)
     for way in args.ways:                  # each in a fresh process with a cold cache: nothing compiled is shared
         with tempfile.TemporaryDirectory() as cache:
             done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", way],
