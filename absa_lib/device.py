@@ -72,14 +72,14 @@ def pad_multiple(mode: str) -> int:
     return 1 if mode == "none" else COMPILE_PAD_MULTIPLE
 
 
-def compiled(model: torch.nn.Module, mode: str, parts: bool = False, dense: bool = False):
+def compiled(model: torch.nn.Module, mode: str, routing: str | None = None):
     """``model`` itself for ``none``, else its ``torch.compile`` wrapper (shares the parameters;
     save and evaluate through ``model``). Shapes start static; a second length makes them dynamic.
-    ``parts``: compile the model's parts one by one instead (``model.compiled_parts``: bert-single),
-    routing every batch through all of them when ``dense`` (mixed batches)."""
+    ``routing`` (bert-single): its compiled step instead, ``model.compiled_step``: ``sparse`` or
+    ``dense`` with each classifier compiled on its own, or ``stacked`` as one batched model."""
     if mode not in COMPILE_MODES:
         raise AbsaError(f"compile={mode!r} is not one of {', '.join(COMPILE_MODES)}")
     if mode == "none":
         return model
     mode = None if mode == "default" else mode
-    return model.compiled_parts(mode, dense) if parts else torch.compile(model, mode=mode)
+    return model.compiled_step(mode, routing) if routing else torch.compile(model, mode=mode)

@@ -151,7 +151,7 @@ class _Session:
 
     @property
     def dense_routing(self) -> bool:
-        """bert-single compiled on mixed batches (``CompiledParts.dense``): every classifier runs on
+        """bert-single compiled on mixed batches (``StackedStep.dense``): every classifier runs on
         every batch, so absent contexts get zero gradients, not None (sparse routing leaves None)."""
         return getattr(self.step_model, "dense", False)
 
@@ -260,8 +260,10 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     if not keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    parts = isinstance(model, PerContextModel)                   # bert-single: each classifier compiled alone
-    step_model = compiled(model, config.compile, parts=parts, dense=parts and config.sampler != "per-context")
+    routing = None                                     # bert-single: one classifier a batch, or all K stacked
+    if isinstance(model, PerContextModel):
+        routing = "sparse" if config.sampler == "per-context" else "stacked"
+    step_model = compiled(model, config.compile, routing)
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, keep_resume_state)

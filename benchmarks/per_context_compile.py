@@ -1,11 +1,12 @@
 """What bert-single's compiled training step costs on mixed batches, and where the time goes (prints numbers).
 
 bert-single keeps K classifiers (8 for SentiHood). On mixed batches every classifier runs on the whole
-batch (dense routing, fixed shapes). Compiled as a whole, the step is one graph holding K copies of
-the model; compiled by parts (``CompiledParts``, what training does), each classifier is compiled on
-its own and all K share one graph. The third way, ``per-context``, is the tables' BERT-single: each
-batch holds one context's rows, so a step runs one classifier (sparse routing, by parts). This
-times, for each way, from a cold compile cache:
+batch (fixed shapes), three ways: ``stacked`` (what training does) runs the K as one batched model,
+their parameters stacked and the model vmapped over them; ``parts`` compiles each classifier on its
+own (all K share one graph) and calls them one by one; ``whole`` compiles one graph holding K copies
+of the model. The fourth way, ``per-context``, is the tables' BERT-single: each batch holds one
+context's rows, so a step runs one classifier (sparse routing, by parts). This times, for each way,
+from a cold compile cache:
 
 - ``first steps``: the steps that compile (one per batch shape: two lengths, as padded batches have),
 - ``forward+backward``: the median of the later steps' forward and backward passes,
@@ -16,7 +17,7 @@ and checks that each way gives the eager model's loss on the first batch.
 
     python benchmarks/per_context_compile.py                    # tiny random BERT on this CPU
     ABSA_MINILM_DIR=.carry/minilm python benchmarks/per_context_compile.py --backbone minilm \
-        --device cuda --mode reduce-overhead --ways per-context parts
+        --device cuda --mode reduce-overhead --ways per-context stacked parts
 
 On a CPU it needs a C++ compiler (inductor); ``--threads 1`` gives steadier numbers beside other jobs.
 """
@@ -31,7 +32,9 @@ import sys
 import tempfile
 import time
 
-WAYS = ("per-context", "parts", "whole")    # the tables' step; mixed batches by parts (training) and whole
+# the tables' step; mixed batches stacked (training), densely by parts, and densely as one graph
+ROUTING = {"per-context": "sparse", "stacked": "stacked", "parts": "dense", "whole": None}
+WAYS = tuple(ROUTING)
 
 
 def _batch(g, size: int, length: int, contexts: int, vocab: int, device, one_context: bool = False):
@@ -66,8 +69,7 @@ def measure(way: str, args, device) -> dict:
     torch.manual_seed(0)
     model = build_per_context(backbone=args.backbone, num_labels=3, num_contexts=args.contexts,
                               num_aspects=args.contexts).to(device).eval()   # eval: no dropout, comparable losses
-    step = (compiled(model, args.mode) if way == "whole"
-            else compiled(model, args.mode, parts=True, dense=way == "parts"))
+    step = compiled(model, args.mode, ROUTING[way])
     optimizer = adamw(model.parameters(), lr=1e-5)
     g = torch.Generator().manual_seed(1)
     shapes = [(args.batch_size, args.length), (args.batch_size, args.length + 16)]

@@ -1,5 +1,6 @@
 """The compiled training step (``compile``): its identity, its padding, and bert-single's routing
-(each classifier compiled on its own: sparse on per-context batches, dense on mixed ones).
+(per-context batches: each classifier compiled on its own, sparse; mixed batches: the K stacked into
+one batched model, or, for the benchmark, dense by parts).
 
 Compiling with inductor is slow on a CPU (a minute for the tiny model), so these tests check what the
 compiled step relies on, not a compiled run; two trace bert-single's parts with dynamo's ``eager``
@@ -116,10 +117,10 @@ def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()
     calls = []
     monkeypatch.setattr(torch, "compile", lambda m, mode=None: calls.append((m, mode)) or m)
-    step = DV.compiled(model, "reduce-overhead", parts=True)
+    step = DV.compiled(model, "reduce-overhead", "sparse")
     assert [m for m, _ in calls] == list(model.models) and {mode for _, mode in calls} == {"reduce-overhead"}
     assert [p.data_ptr() for p in step.parameters()] == [p.data_ptr() for p in model.parameters()]
-    DV.compiled(model, "default", parts=True)
+    DV.compiled(model, "default", "sparse")
     assert {mode for _, mode in calls[8:]} == {None}                  # torch.compile's own default
     seen = {}
     for c, sub in enumerate(model.models):
@@ -132,13 +133,14 @@ def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_
         step(**{k: v for k, v in _batch().items() if k != "context_ids"})
 
 
-def test_training_compiles_bert_single_by_parts_densely_only_on_mixed_batches(monkeypatch, tmp_path, real_data_dir):
+def test_training_compiles_bert_single_sparse_on_per_context_batches_and_stacked_on_mixed(monkeypatch, tmp_path,
+                                                                                          real_data_dir):
     from absa_lib import training
 
     asked = []
 
-    def record(model, mode, parts=False, dense=False):
-        asked.append((type(model).__name__, parts, dense))
+    def record(model, mode, routing=None):
+        asked.append((type(model).__name__, routing))
         return model
 
     monkeypatch.setattr(training, "compiled", record)
@@ -150,13 +152,13 @@ def test_training_compiles_bert_single_by_parts_densely_only_on_mixed_batches(mo
     config = run_config.TrainConfig(dataset="sentihood", model="qacg-bert", backbone="tiny", epochs=1, batch_size=8,
                                     max_length=48, max_train_examples=16, max_eval_examples=40, compile="default")
     training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
-    assert asked == [("PerContextModel", True, False), ("PerContextModel", True, True), ("AbsaModel", False, False)]
+    assert asked == [("PerContextModel", "sparse"), ("PerContextModel", "stacked"), ("AbsaModel", None)]
 
 
 def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
     from absa_lib import training
 
-    def broken(model, mode, parts=False, dense=False):
+    def broken(model, mode, routing=None):
         def step(**batch):
             raise torch._dynamo.exc.TorchDynamoException("backend='inductor' raised: no C++ compiler")
         return step if mode != "none" else model
@@ -184,7 +186,7 @@ def test_the_compiled_parts_share_one_set_of_graphs_among_all_classifiers(monkey
     monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
-    step = DV.compiled(model, "default", parts=True)
+    step = DV.compiled(model, "default", "sparse")
     g = torch.Generator().manual_seed(1)
     for c in range(8):
         for length, size in ((16, 6), (16, 3 + c % 2), (32, 6)):
@@ -205,10 +207,13 @@ def test_the_compiled_parts_share_one_set_of_graphs_among_all_classifiers(monkey
     torch._dynamo.reset()
 
 
-def test_on_mixed_batches_the_compiled_parts_route_densely_with_one_set_of_graphs(monkeypatch):
-    """Mixed batches: every compiled classifier sees the whole batch, so however its rows divide among
-    the contexts the shapes are the batch's, and the 8 classifiers share the graphs of one (three for
-    two lengths and a short batch). Loss and gradients are the eager model's (sparse routing) once
+@pytest.mark.parametrize("routing", ["stacked", "dense"])
+def test_on_mixed_batches_the_compiled_step_has_one_set_of_graphs_and_the_eager_loss(monkeypatch, routing):
+    """Mixed batches, traced for real by dynamo (``eager`` backend): training's stacked step (the 8
+    classifiers as one batched model) and the benchmark's dense one by parts (each compiled
+    classifier on the whole batch, all 8 sharing one classifier's graphs) have the batch's shapes
+    however its rows divide among the contexts: three graphs for two lengths and a short batch,
+    nothing falling back to eager. Loss and gradients are the eager model's (sparse routing) once
     the absent contexts' zero gradients are dropped, as training does."""
     from functools import partial
 
@@ -219,7 +224,8 @@ def test_on_mixed_batches_the_compiled_parts_route_densely_with_one_set_of_graph
     monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
-    step = DV.compiled(model, "default", parts=True, dense=True)
+    step = DV.compiled(model, "default", routing)
+    assert step.dense                                       # training drops the absent contexts' gradients
     seen = {}
     for c, sub in enumerate(model.models):
         sub.register_forward_hook(lambda m, args, out, c=c: seen.setdefault(c, set()).add(args[0].size(0)))
@@ -232,10 +238,12 @@ def test_on_mixed_batches_the_compiled_parts_route_densely_with_one_set_of_graph
         grads = []
         for run in (step, model):
             model.zero_grad(set_to_none=True)
+            seen.clear()
             loss = run(**batch).loss
             loss.backward()
             if run is step:
                 model.drop_absent_grads(context_ids)
+                compiled_seen = dict(seen)
             grads.append((loss.detach(), [p.grad for p in model.parameters()]))
         torch.testing.assert_close(grads[0][0], grads[1][0])
         for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1]):
@@ -243,6 +251,69 @@ def test_on_mixed_batches_the_compiled_parts_route_densely_with_one_set_of_graph
                 assert compiled_grad is None
             else:
                 torch.testing.assert_close(compiled_grad, eager_grad, atol=1e-6, rtol=1e-5)
-    assert all(6 in sizes for sizes in seen.values()) and len(seen) == 8      # every classifier, whole batches
+        if routing == "dense":                                  # every classifier, on the whole batch
+            assert compiled_seen == {c: {size} for c in range(8)}
+        else:                                                   # one call of the first's code, vmapped
+            assert set(compiled_seen) == {0}
     assert counters["stats"]["unique_graphs"] == 3
+    assert counters["frames"]["total"] == counters["frames"]["ok"]
     torch._dynamo.reset()
+
+
+def _call(routing, models, batch):
+    return routing(models, batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
+                   batch["context_ids"], batch["labels"])
+
+
+def test_bert_single_stacked_routing_gives_the_sparse_logits_loss_and_gradients():
+    """Stacked routing (the K models vmapped over their stacked parameters, one call) computes each
+    row with its own context's model, as sparse routing does, padding mask included, and its
+    gradients reach each model's own parameters; the absent contexts' zero gradients are dropped."""
+    from absa_lib.models.per_context import PerContextModel
+
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
+    out = {}
+    for name, routing in (("sparse", PerContextModel.route), ("stacked", PerContextModel.stacked)):
+        model.zero_grad(set_to_none=True)
+        res = _call(routing, list(model.models), _batch())
+        res.loss.backward()
+        if name == "stacked":
+            model.drop_absent_grads(_batch()["context_ids"])
+        out[name] = (res.logits.detach(), res.loss.detach(), dict(model.named_parameters()))
+        out[name] = (*out[name][:2], {n: None if p.grad is None else p.grad.clone() for n, p in out[name][2].items()})
+    torch.testing.assert_close(out["stacked"][0], out["sparse"][0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out["stacked"][1], out["sparse"][1])
+    for name, g in out["sparse"][2].items():
+        stacked_g = out["stacked"][2][name]
+        if g is None:                                        # contexts 1, 2, 4, 7: absent from the batch
+            assert stacked_g is None, name
+        else:
+            torch.testing.assert_close(stacked_g, g, atol=1e-6, rtol=1e-5)
+    assert sum(g is not None for g in out["stacked"][2].values()) == 4 * len(list(model.models[0].parameters()))
+
+
+def test_bert_single_stacked_routing_draws_each_models_own_dropout():
+    """In training mode the K models drop different units: with all K made identical, their logits
+    still differ. (Drawing one mask for all, vmap's ``randomness='same'``, would correlate the K
+    classifiers' noise; dense routing, K separate calls, never did.)"""
+    from absa_lib.models.per_context import PerContextModel
+
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).train()
+    for other in model.models[1:]:
+        other.load_state_dict(model.models[0].state_dict())
+    batch = {**_batch(), "context_ids": torch.tensor([0, 1, 2, 3, 0, 1])}
+    batch["input_ids"][4:] = batch["input_ids"][:2]              # rows 4, 5 repeat rows 0, 1 (another model)
+    batch["attention_mask"][4] = batch["attention_mask"][0]
+    logits = _call(PerContextModel.stacked, list(model.models), batch).logits.detach()
+    assert not torch.allclose(logits[0], logits[4]) and not torch.allclose(logits[1], logits[5])
+    model.eval()
+    logits = _call(PerContextModel.stacked, list(model.models), batch).logits.detach()
+    torch.testing.assert_close(logits[:2], logits[4:])         # without dropout the identical models agree
+
+
+def test_an_unknown_routing_is_one_line():
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=2, num_aspects=2)
+    with pytest.raises(AbsaError, match="routing='batched' is not one of sparse, dense, stacked"):
+        DV.compiled(model, "default", "batched")

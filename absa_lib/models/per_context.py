@@ -19,17 +19,23 @@ Adam skips a model whose examples are absent from a batch (its gradients are Non
 
 Routing: *sparse* (eager) sends each context's rows through its own model, so each example is
 computed once, but the shapes depend on the batch's contents. *Dense* runs every model on the whole
-batch and keeps, per row, its own context's logits: K times the arithmetic, fixed shapes. The loss
-and every gradient are the same (a model's discarded rows contribute exactly zero); after the
-backward pass :meth:`drop_absent_grads` sets the gradients of models with no rows in the batch back
-to None, so that Adam skips them as under sparse routing (where it changes nothing).
+batch and keeps, per row, its own context's logits: K times the arithmetic, fixed shapes. *Stacked*
+computes what dense does in one call: each parameter stacked over the K models, the model's code
+vmapped over that axis. The loss and every gradient are the same (a model's discarded rows
+contribute exactly zero); after the backward pass :meth:`drop_absent_grads` sets the gradients of
+models with no rows in the batch back to None, so that Adam skips them as under sparse routing
+(where it changes nothing).
 
-Compiled training (:class:`CompiledParts`) compiles each model on its own, and ``torch.compile``
-reuses one graph for all K (the same code and shapes; the parameters are the graph's inputs), so
-compiling costs what one classifier's does. Per-context batches route sparsely (one model per
-batch, nothing computed twice); mixed batches route densely (a context's share of a batch varies,
-and each new count would be a new shape to compile). Compiling the whole set instead (dense routing
-under ``torch.compiler.is_compiling()``, as before) puts K copies of the model into one graph.
+Compiled training (:meth:`PerContextModel.compiled_step`): per-context batches route sparsely, each
+model compiled on its own (:class:`CompiledParts`; ``torch.compile`` reuses one graph for all K, the
+same code and shapes with the parameters as the graph's inputs, so compiling costs what one
+classifier's does), and a batch runs one model. Mixed batches cannot route sparsely (a context's
+share of a batch varies, and each new count would be a new shape to compile), so they route
+stacked, compiled as one graph (:class:`StackedStep`): one batched model instead of K calls of one
+(on an H200 each call's forward and backward on a batch of 24, little arithmetic, took about 4 ms,
+so eight calls made a mixed step's 5 times a per-context step's). Dense routing by parts (``CompiledParts`` with
+``dense``) and over the whole set (under ``torch.compiler.is_compiling()``, K copies of the model in
+one graph) stay for ``benchmarks/per_context_compile.py``, which compares them.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import copy
 
 import torch
 from torch import nn
+from torch.func import functional_call, vmap
 
 from absa_lib.errors import AbsaError
 from absa_lib.models.absa_model import AbsaModel, AbsaOutput, build_model
@@ -79,7 +86,29 @@ class PerContextModel(AbsaPreTrainedModel):
         """Dense routing: every one of ``models`` (the K models, or their compiled wrappers) on the
         whole batch; each row keeps its own context's logits."""
         every = torch.stack([m(input_ids, attention_mask, token_type_ids).logits for m in models])  # (K, B, C)
-        logits = every[context_ids, torch.arange(input_ids.size(0), device=input_ids.device)]     # (B, C)
+        return PerContextModel._own_rows(every, context_ids, labels)
+
+    @staticmethod
+    def stacked(models, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
+                context_ids: torch.Tensor, labels: torch.Tensor | None) -> AbsaOutput:
+        """Stacked routing: dense routing's result in one call of a batched model. Each parameter is
+        stacked over the K ``models`` (plain models, not compiled wrappers) and the first model's code
+        is vmapped over that axis, with its own dropout draws per model. The stack is in the graph,
+        so every model's gradients reach its own parameters."""
+        per_model = [dict(m.named_parameters()) for m in models]
+        params = {name: torch.stack([p[name] for p in per_model]) for name in per_model[0]}   # (K, *shape)
+
+        def one(p: dict, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor | None) -> torch.Tensor:
+            return functional_call(models[0], p, (ids, mask, types)).logits                    # (B, C)
+
+        every = vmap(one, in_dims=(0, None, None, None), randomness="different")(
+            params, input_ids, attention_mask, token_type_ids)                                  # (K, B, C)
+        return PerContextModel._own_rows(every, context_ids, labels)
+
+    @staticmethod
+    def _own_rows(every: torch.Tensor, context_ids: torch.Tensor, labels: torch.Tensor | None) -> AbsaOutput:
+        """From every model's logits ``every`` (K, B, C), each row's own context's, and their loss."""
+        logits = every[context_ids, torch.arange(every.size(1), device=every.device)]          # (B, C)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss)
 
@@ -99,10 +128,15 @@ class PerContextModel(AbsaPreTrainedModel):
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return AbsaOutput(logits=logits, loss=loss)
 
-    def compiled_parts(self, mode: str | None, dense: bool = False) -> CompiledParts:
-        """The compiled training step, each model compiled on its own (``mode``: ``torch.compile``'s);
-        ``dense`` for mixed batches, sparse routing for per-context ones."""
-        return CompiledParts(self, mode, dense)
+    def compiled_step(self, mode: str | None, routing: str) -> nn.Module:
+        """The compiled training step (``mode``: ``torch.compile``'s) with ``routing``: ``sparse``
+        (per-context batches) or ``dense``, each model compiled on its own, or ``stacked`` (mixed
+        batches), the K compiled as one batched model."""
+        if routing == "stacked":
+            return torch.compile(StackedStep(self), mode=mode)
+        if routing not in ("sparse", "dense"):
+            raise AbsaError(f"routing={routing!r} is not one of sparse, dense, stacked")
+        return CompiledParts(self, mode, dense=routing == "dense")
 
     def drop_absent_grads(self, context_ids: torch.Tensor) -> None:
         """After a backward pass: gradients of the models whose context has no row in the batch
@@ -136,6 +170,27 @@ class CompiledParts(nn.Module):
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
         routing = PerContextModel.dense if self.dense else PerContextModel.route
         return routing(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
+
+
+class StackedStep(nn.Module):
+    """The training step of a :class:`PerContextModel` on mixed batches, to compile as one graph:
+    stacked routing, every classifier on the whole batch (hence ``dense``: the absent contexts'
+    gradients are zero, for training to drop). It shares the model's parameters; save and evaluate
+    through the model."""
+
+    dense = True
+
+    def __init__(self, model: PerContextModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> AbsaOutput:
+        if context_ids is None:
+            raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
+        return PerContextModel.stacked(self.model.models, input_ids, attention_mask, token_type_ids, context_ids,
+                                       labels)
 
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
