@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +148,12 @@ class _Session:
     total_steps: int
     state: dict                                          # epoch, step, per-epoch rows, best row
     keep_resume_state: bool                              # checkpoints/last after every epoch
+
+    @cached_property
+    def params(self) -> list[torch.nn.Parameter]:
+        """The model's parameters, listed once: walking the module tree at every step's clip cost
+        more than the clip itself on a CPU (bert-single: 1.7 against 0.3 ms, tiny model)."""
+        return list(self.model.parameters())
 
     @property
     def dense_routing(self) -> bool:
@@ -285,7 +291,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         loss.backward()
         if s.dense_routing:                                  # bert-single, mixed batches: Adam skips absent contexts
             s.model.drop_absent_grads(batch["context_ids"])
-        torch.nn.utils.clip_grad_norm_(s.model.parameters(), config.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)
         s.optimizer.step()
         s.optimizer.zero_grad(set_to_none=True)
         state["step"] += 1

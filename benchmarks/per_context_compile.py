@@ -70,7 +70,8 @@ def measure(way: str, args, device) -> dict:
     model = build_per_context(backbone=args.backbone, num_labels=3, num_contexts=args.contexts,
                               num_aspects=args.contexts).to(device).eval()   # eval: no dropout, comparable losses
     step = compiled(model, args.mode, ROUTING[way])
-    optimizer = adamw(model.parameters(), lr=1e-5)
+    params = list(model.parameters())
+    optimizer = adamw(params, lr=1e-5)
     g = torch.Generator().manual_seed(1)
     shapes = [(args.batch_size, args.length), (args.batch_size, args.length + 16)]
     batches = [_batch(g, size, length, args.contexts, model.config.vocab_size, device, way == "per-context")
@@ -86,7 +87,7 @@ def measure(way: str, args, device) -> dict:
             model.drop_absent_grads(batch["context_ids"])
         _sync(device)
         t1 = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)                    # listed once, as training does
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         _sync(device)
