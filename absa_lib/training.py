@@ -157,7 +157,7 @@ class _Session:
 
     @property
     def dense_routing(self) -> bool:
-        """bert-single compiled on mixed batches (``StackedStep.dense``): every classifier runs on
+        """bert-single compiled on mixed batches (``RoutedStep.dense``): every classifier runs on
         every batch, so absent contexts get zero gradients, not None (sparse routing leaves None)."""
         return getattr(self.step_model, "dense", False)
 

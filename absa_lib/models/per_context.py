@@ -27,14 +27,14 @@ models with no rows in the batch back to None, so that Adam skips them as under 
 (where it changes nothing).
 
 Compiled training (:meth:`PerContextModel.compiled_step`): per-context batches route sparsely, each
-model compiled on its own (:class:`CompiledParts`; ``torch.compile`` reuses one graph for all K, the
+model compiled on its own (``torch.compile`` reuses one graph for all K, the
 same code and shapes with the parameters as the graph's inputs, so compiling costs what one
 classifier's does), and a batch runs one model. Mixed batches cannot route sparsely (a context's
 share of a batch varies, and each new count would be a new shape to compile), so they route
-stacked, compiled as one graph (:class:`StackedStep`): one batched model instead of K calls of one
+stacked, compiled as one graph: one batched model instead of K calls of one
 (on an H200 each call's forward and backward on a batch of 24, little arithmetic, took about 4 ms,
-so eight calls made a mixed step's 5 times a per-context step's). Dense routing by parts (``CompiledParts`` with
-``dense``) and over the whole set (under ``torch.compiler.is_compiling()``, K copies of the model in
+so eight calls made a mixed step's 5 times a per-context step's). Both are a :class:`RoutedStep`.
+Dense routing by parts and over the whole set (under ``torch.compiler.is_compiling()``, K copies of the model in
 one graph) stay for ``benchmarks/per_context_compile.py``, which compares them.
 """
 
@@ -132,11 +132,12 @@ class PerContextModel(AbsaPreTrainedModel):
         """The compiled training step (``mode``: ``torch.compile``'s) with ``routing``: ``sparse``
         (per-context batches) or ``dense``, each model compiled on its own, or ``stacked`` (mixed
         batches), the K compiled as one batched model."""
-        if routing == "stacked":
-            return torch.compile(StackedStep(self), mode=mode)
+        if routing == "stacked":                   # one graph: the K stacked into one batched model
+            return torch.compile(RoutedStep(self, PerContextModel.stacked, list(self.models)), mode=mode)
         if routing not in ("sparse", "dense"):
             raise AbsaError(f"routing={routing!r} is not one of sparse, dense, stacked")
-        return CompiledParts(self, mode, dense=routing == "dense")
+        parts = [torch.compile(m, mode=mode) for m in self.models]   # one graph for all K: the same code and shapes
+        return RoutedStep(self, PerContextModel.route if routing == "sparse" else PerContextModel.dense, parts)
 
     def drop_absent_grads(self, context_ids: torch.Tensor) -> None:
         """After a backward pass: gradients of the models whose context has no row in the batch
@@ -149,48 +150,25 @@ class PerContextModel(AbsaPreTrainedModel):
                     p.grad = None
 
 
-class CompiledParts(nn.Module):
-    """The compiled training step of a :class:`PerContextModel`, each classifier compiled on its own:
-    ``torch.compile`` compiles one graph for all K (the same code and shapes; parameters are the
-    graph's inputs, and CUDA graphs are recorded per classifier). Per-context batches route sparsely
-    (a batch runs one classifier, nothing is computed twice); with ``dense`` (mixed batches) every
-    classifier runs on the whole batch, whose shape does not depend on how its rows divide among the
-    contexts. It shares the model's parameters; save and evaluate through the model."""
+class RoutedStep(nn.Module):
+    """A :class:`PerContextModel`'s training step: ``routing`` (:meth:`PerContextModel.route`,
+    ``dense`` or ``stacked``) over ``models``, the K classifiers or their compiled wrappers. Built by
+    :meth:`PerContextModel.compiled_step`. ``dense``: every classifier runs on every batch, so the
+    absent contexts' gradients are zero, for training to drop. It shares the model's parameters;
+    save and evaluate through the model."""
 
-    def __init__(self, model: PerContextModel, mode: str | None, dense: bool = False) -> None:
+    def __init__(self, model: PerContextModel, routing, models) -> None:
         super().__init__()
         self.model = model
-        self.parts = [torch.compile(m, mode=mode) for m in model.models]   # a plain list: not submodules
-        self.dense = dense
+        self.routing, self.models = routing, models       # a plain list or the model's own: not submodules
+        self.dense = routing is not PerContextModel.route
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        routing = PerContextModel.dense if self.dense else PerContextModel.route
-        return routing(self.parts, input_ids, attention_mask, token_type_ids, context_ids, labels)
-
-
-class StackedStep(nn.Module):
-    """The training step of a :class:`PerContextModel` on mixed batches, to compile as one graph:
-    stacked routing, every classifier on the whole batch (hence ``dense``: the absent contexts'
-    gradients are zero, for training to drop). It shares the model's parameters; save and evaluate
-    through the model."""
-
-    dense = True
-
-    def __init__(self, model: PerContextModel) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None) -> AbsaOutput:
-        if context_ids is None:
-            raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        return PerContextModel.stacked(self.model.models, input_ids, attention_mask, token_type_ids, context_ids,
-                                       labels)
+        return self.routing(self.models, input_ids, attention_mask, token_type_ids, context_ids, labels)
 
 
 def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
