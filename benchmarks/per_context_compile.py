@@ -10,8 +10,9 @@ from a cold compile cache:
 
 - ``first steps``: the steps that compile (one per batch shape: two lengths, as padded batches have),
 - ``forward+backward``: the median of the later steps' forward and backward passes,
-- ``update``: the median of what training does after them: the global gradient-norm clip and the
-  fused AdamW step over the classifiers that have gradients (all K on mixed batches, one per-context),
+- ``update``: the median of what training does after them: the global gradient-norm clip, the
+  fused AdamW step over the classifiers that have gradients (all K on mixed batches, one per-context)
+  and the gradients' reset, each also timed on its own (medians: they need not add up),
 
 and checks that each way gives the eager model's loss on the first batch.
 
@@ -25,6 +26,7 @@ On a CPU it needs a C++ compiler (inductor); ``--threads 1`` gives steadier numb
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -49,11 +51,13 @@ def _batch(g, size: int, length: int, contexts: int, vocab: int, device, one_con
             "labels": torch.randint(0, 3, (size,), generator=g).to(device)}
 
 
-def _sync(device) -> None:
+def _synced(device) -> float:
+    """The time once ``device`` has done what was queued on it."""
     import torch
 
     if device.type == "cuda":
         torch.cuda.synchronize()
+    return time.perf_counter()
 
 
 def measure(way: str, args, device) -> dict:
@@ -80,29 +84,33 @@ def measure(way: str, args, device) -> dict:
         eager_loss = float(model(**batches[0]).loss)
 
     def train_step(batch) -> tuple[float, float, torch.Tensor]:
-        t0 = time.perf_counter()
+        t0 = _synced(device)
         loss = step(**batch).loss
         loss.backward()
         if way != "per-context":                 # as training after dense routing: Adam skips absent contexts
             model.drop_absent_grads(batch["context_ids"])
-        _sync(device)
-        t1 = time.perf_counter()
+        t = [t0, _synced(device)]
         torch.nn.utils.clip_grad_norm_(params, 1.0)                    # listed once, as training does
+        t.append(_synced(device))
         optimizer.step()
+        t.append(_synced(device))
         optimizer.zero_grad(set_to_none=True)
-        _sync(device)
-        return t1 - t0, time.perf_counter() - t1, loss.detach()
+        t.append(_synced(device))
+        return [b - a for a, b in itertools.pairwise(t)], loss.detach()         # forward+backward, clip, step, zero_grad
 
     first = []
     for i, batch in enumerate(batches * 2):                               # the second length makes them dynamic
-        fb, update, loss = train_step(batch)
-        first.append(fb + update)
+        parts, loss = train_step(batch)
+        first.append(sum(parts))
         if i == 0:
             compiled_loss = float(loss)
-    timed = [train_step(batches[i % 2])[:2] for i in range(args.steps)]
-    return {"way": way, "first_steps_s": sum(first),
-            "forward_backward_ms": 1000 * statistics.median(t[0] for t in timed),
-            "update_ms": 1000 * statistics.median(t[1] for t in timed),
+    timed = [train_step(batches[i % 2])[0] for i in range(args.steps)]
+
+    def ms(*phases: int) -> float:                                        # median over the timed steps
+        return 1000 * statistics.median(sum(t[k] for k in phases) for t in timed)
+
+    return {"way": way, "first_steps_s": sum(first), "forward_backward_ms": ms(0), "update_ms": ms(1, 2, 3),
+            "clip_ms": ms(1), "adamw_ms": ms(2), "zero_grad_ms": ms(3),
             "loss_vs_eager": abs(compiled_loss - eager_loss)}
 
 
@@ -145,12 +153,13 @@ def main() -> None:
         except AbsaError as err:                          # an unknown backbone, say
             sys.exit(f"per_context_compile: {err}")
         print(f"{r['way']:<12} {r['first_steps_s']:>30.1f} {r['forward_backward_ms']:>20.1f} {r['update_ms']:>10.1f} "
-              f"{r['loss_vs_eager']:>15.2e}", flush=True)
+              f"{r['clip_ms']:>8.1f} {r['adamw_ms']:>8.1f} {r['zero_grad_ms']:>10.2f} {r['loss_vs_eager']:>15.2e}",
+              flush=True)
         return
     print(f"backbone={args.backbone} device={args.device} contexts={args.contexts} batch={args.batch_size} "
           f"lengths={args.length},{args.length + 16} mode={args.mode}")
     print(f"{'way':<12} {'first 4 steps (compiling), s':>30} {'forward+backward, ms':>20} {'update, ms':>10} "
-          f"{'|loss - eager|':>15}", flush=True)
+          f"{'= clip':>8} {'+ AdamW':>8} {'+ zero_grad':>10} {'|loss - eager|':>15}", flush=True)
     for way in args.ways:                  # each in a fresh process with a cold cache: nothing compiled is shared
         with tempfile.TemporaryDirectory() as cache:
             done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", way],

@@ -18,7 +18,7 @@
 # After waiting, that cache is written beside BUNDLE as inductor.tar.gz, if at most 10 MiB (to fit a
 # 64 MiB carry beside the 47 MiB of backbone and data and the 5 MB of code); copied into CARRY, a
 # later node of the same kind of GPU starts from it instead of compiling again. A GPU's cache has
-# been far larger (below), so leave UNTIL 30 s short of the command's limit.
+# been far larger (below), so leave UNTIL 60 s short of the command's limit (570 of 600 once ran past it).
 set -euo pipefail
 if [ $# -lt 4 ]; then
   sed -n '2,20p' "$0" >&2
