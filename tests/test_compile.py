@@ -316,6 +316,51 @@ def test_bert_single_stacked_routing_draws_each_models_own_dropout():
     torch.testing.assert_close(logits(0), logits(1))
 
 
+@pytest.fixture
+def gpu_like_attention(monkeypatch):
+    """Attention as a GPU computes it under ``vmap``, on this CPU: ``scaled_dot_product_attention``
+    takes the fused memory-efficient path (the mask expanded to (B, H, T, T), then aten's
+    ``_scaled_dot_product_efficient_attention``), and that op, which has no CPU kernel, gets one here
+    that refuses a mask whose batch is not the queries' as the CUDA kernel does. Between the two runs
+    torch's own vmap rule for the op, which folds the model axis into the batch."""
+    from torch.library import Library
+
+    lib = Library("aten", "IMPL")
+
+    def efficient(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, scale=None):
+        if bias is not None and bias.size(0) not in (1, q.size(0)):
+            raise RuntimeError("attn_bias: wrong shape (batch dimension)")
+        scores = q @ k.transpose(-1, -2) * (scale or q.size(-1) ** -0.5) + (0 if bias is None else bias)
+        none = torch.empty((), dtype=torch.long)
+        return torch.softmax(scores, -1) @ v, q.new_empty(q.size(0), q.size(1), 0), none, none
+
+    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+        if attn_mask is not None:
+            attn_mask = attn_mask.expand(q.size(0), q.size(1), q.size(2), k.size(2))
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            q, k, v, attn_mask, False, dropout_p, is_causal, scale=scale)[0]
+
+    lib.impl("_scaled_dot_product_efficient_attention", efficient, "CPU")
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", sdpa)
+    yield
+    lib._destroy()
+
+
+def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_attention):
+    """The mixed-batch run failed so at its first step on an H200: torch's vmap rule for the fused
+    attention kernels folds the model axis into the batch (K·B rows) but passes a mask without that
+    axis on unfolded (B rows). Each model gets its own copy of the mask, so it is folded too, and the
+    stacked logits are the sparse ones (padding included)."""
+    from absa_lib.models.per_context import PerContextModel
+
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
+    batch = {**_batch(), "context_ids": torch.arange(6) % 4}
+    stacked = _call(PerContextModel.stacked, list(model.models), batch).logits
+    sparse = _call(PerContextModel.route, list(model.models), batch).logits      # no vmap: B rows
+    torch.testing.assert_close(stacked, sparse, atol=1e-6, rtol=1e-5)
+
+
 def test_an_unknown_routing_is_one_line():
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=2, num_aspects=2)
     with pytest.raises(AbsaError, match="routing='batched' is not one of sparse, dense, stacked"):

@@ -94,15 +94,21 @@ class PerContextModel(AbsaPreTrainedModel):
         """Stacked routing: dense routing's result in one call of a batched model. Each parameter is
         stacked over the K ``models`` (plain models, not compiled wrappers) and the first model's code
         is vmapped over that axis, with its own dropout draws per model. The stack is in the graph,
-        so every model's gradients reach its own parameters."""
+        so every model's gradients reach its own parameters.
+
+        The padding mask goes in stacked too, one copy per model: on a GPU the fused attention
+        kernels' vmap rules fold the model axis into the batch (K·B rows) but pass an attention bias
+        without that axis on as it is (B rows), which the kernels refuse ("attn_bias: wrong shape
+        (batch dimension)"); a mask with the axis is folded with the rest."""
         per_model = [dict(m.named_parameters()) for m in models]
         params = {name: torch.stack([p[name] for p in per_model]) for name in per_model[0]}   # (K, *shape)
+        masks = attention_mask.expand(len(models), *attention_mask.shape)                      # (K, B, T)
 
         def one(p: dict, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor | None) -> torch.Tensor:
             return functional_call(models[0], p, (ids, mask, types)).logits                    # (B, C)
 
-        every = vmap(one, in_dims=(0, None, None, None), randomness="different")(
-            params, input_ids, attention_mask, token_type_ids)                                  # (K, B, C)
+        every = vmap(one, in_dims=(0, None, 0, None), randomness="different")(
+            params, input_ids, masks, token_type_ids)                                           # (K, B, C)
         return PerContextModel._own_rows(every, context_ids, labels)
 
     @staticmethod
