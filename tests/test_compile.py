@@ -318,47 +318,80 @@ def test_bert_single_stacked_routing_draws_each_models_own_dropout():
 
 @pytest.fixture
 def gpu_like_attention(monkeypatch):
-    """Attention as a GPU computes it under ``vmap``, on this CPU: ``scaled_dot_product_attention``
-    takes the fused memory-efficient path (the mask expanded to (B, H, T, T), then aten's
-    ``_scaled_dot_product_efficient_attention``), and that op, which has no CPU kernel, gets one here
-    that refuses a mask whose batch is not the queries' as the CUDA kernel does. Between the two runs
-    torch's own vmap rule for the op, which folds the model axis into the batch."""
+    """Attention as a GPU computes it, on this CPU: ``scaled_dot_product_attention`` takes the fused
+    memory-efficient path (the mask expanded to (B, H, T, T), then aten's
+    ``_scaled_dot_product_efficient_attention``), and that op and its backward, which have no CPU
+    kernels, get plain ones here that refuse a mask whose batch is not the queries', as the CUDA
+    kernels do, and return the CUDA kernels' memory layout. Under ``vmap`` torch's own rule for the
+    op runs between the two, eager or traced (AOT autograd)."""
     from torch.library import Library
 
-    lib = Library("aten", "IMPL")
-
-    def efficient(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, scale=None):
+    def check(q, bias):
         if bias is not None and bias.size(0) not in (1, q.size(0)):
             raise RuntimeError("attn_bias: wrong shape (batch dimension)")
-        scores = q @ k.transpose(-1, -2) * (scale or q.size(-1) ** -0.5) + (0 if bias is None else bias)
-        none = torch.empty((), dtype=torch.long)
-        return torch.softmax(scores, -1) @ v, q.new_empty(q.size(0), q.size(1), 0), none, none
+
+    def probs(q, k, bias, scale):                                          # (B, H, T, T)
+        scores = q @ k.transpose(-1, -2) * (scale or q.size(-1) ** -0.5)
+        return torch.softmax(scores if bias is None else scores + bias, -1)
+
+    def cuda_layout(t):                                                    # (B, H, T, d) stored as (B, T, H, d)
+        return t.transpose(1, 2).contiguous().transpose(1, 2)
+
+    def forward(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, scale=None):
+        check(q, bias)
+        lse = q.new_zeros(q.size(0), q.size(1), -(-q.size(2) // 32) * 32 if compute_log_sumexp else 0)
+        seed = torch.zeros((), dtype=torch.long)
+        return cuda_layout(probs(q, k, bias, scale) @ v), lse, seed, seed
+
+    def backward(g, q, k, v, bias, out, lse, seed, offset, dropout_p, grad_input_mask, is_causal=False,
+                 scale=None):
+        check(q, bias)
+        p = probs(q, k, bias, scale)
+        dp = g @ v.transpose(-1, -2)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) * (scale or q.size(-1) ** -0.5)
+        dbias = torch.zeros_like(bias) if bias is not None and grad_input_mask[3] else None
+        return cuda_layout(ds @ k), cuda_layout(ds.transpose(-1, -2) @ q), cuda_layout(p.transpose(-1, -2) @ g), dbias
 
     def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
         if attn_mask is not None:
             attn_mask = attn_mask.expand(q.size(0), q.size(1), q.size(2), k.size(2))
         return torch.ops.aten._scaled_dot_product_efficient_attention(
-            q, k, v, attn_mask, False, dropout_p, is_causal, scale=scale)[0]
+            q, k, v, attn_mask, True, dropout_p, is_causal, scale=scale)[0]
 
-    lib.impl("_scaled_dot_product_efficient_attention", efficient, "CPU")
-    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", sdpa)
+    lib = Library("aten", "IMPL")
+    lib.impl("_scaled_dot_product_efficient_attention", forward, "CPU")
+    lib.impl("_scaled_dot_product_efficient_attention_backward", backward, "CPU")
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", torch._dynamo.allow_in_graph(sdpa))
     yield
     lib._destroy()
+    torch._dynamo.reset()
 
 
-def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_attention):
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_attention, backend):
     """The mixed-batch run failed so at its first step on an H200: torch's vmap rule for the fused
     attention kernels folds the model axis into the batch (K·B rows) but passes a mask without that
     axis on unfolded (B rows). Each model gets its own copy of the mask, so it is folded too, and the
-    stacked logits are the sparse ones (padding included)."""
-    from absa_lib.models.per_context import PerContextModel
+    stacked step, eager or traced as ``torch.compile`` traces it, gives the sparse logits, loss and
+    gradients (padding included)."""
+    from absa_lib.models.per_context import PerContextModel, RoutedStep
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
-    batch = {**_batch(), "context_ids": torch.arange(6) % 4}
-    stacked = _call(PerContextModel.stacked, list(model.models), batch).logits
-    sparse = _call(PerContextModel.route, list(model.models), batch).logits      # no vmap: B rows
-    torch.testing.assert_close(stacked, sparse, atol=1e-6, rtol=1e-5)
+    batch = {**_batch(), "context_ids": torch.tensor([0, 3, 3, 0, 1, 0])}      # context 2 absent
+    stacked = RoutedStep(model, PerContextModel.stacked, list(model.models))
+    out = {}
+    for name, step in (("sparse", RoutedStep(model, PerContextModel.route, list(model.models))),
+                       ("stacked", stacked if backend is None else torch.compile(stacked, backend=backend))):
+        model.zero_grad(set_to_none=True)
+        res = step(**batch)
+        res.loss.backward()
+        model.drop_absent_grads(batch["context_ids"])
+        out[name] = res.logits.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    torch.testing.assert_close(out["stacked"][0], out["sparse"][0], atol=1e-6, rtol=1e-5)
+    assert out["stacked"][1].keys() == out["sparse"][1].keys()
+    for name, g in out["sparse"][1].items():
+        torch.testing.assert_close(out["stacked"][1][name], g, atol=1e-6, rtol=1e-5)
 
 
 def test_an_unknown_routing_is_one_line():
