@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +39,8 @@ from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import compute_metrics, selection_metric
-from absa_lib.models import build_model, joint, load_tokenizer
-from absa_lib.models.per_context import PerContextModel, build_per_context
+from absa_lib.models import joint, load_tokenizer
+from absa_lib.models.per_context import build_for_training, step_routing
 from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
@@ -246,11 +246,10 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     device = default_device()
     train_ex, train_enc = prepare_split(config, "train", tokenizer, data_dir)
     splits = {s: prepare_split(config, s, tokenizer, data_dir) for s in ("dev", "test")}
-    build = build_per_context if config.model == "bert-single" else partial(build_model, config.model)
-    model = build(backbone=config.backbone, preset=config.preset,
-                  num_labels=variant_num_labels(config.dataset, config.aux),
-                  num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
-                  **config.model_overrides).to(device)
+    model = build_for_training(config.model, backbone=config.backbone, preset=config.preset,
+                               num_labels=variant_num_labels(config.dataset, config.aux),
+                               num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
+                               **config.model_overrides).to(device)
     optimizer = build_optimizer(model, config)
     identity = run_identity(config)
     record = {**config.to_dict(), "run_id": config_hash(identity),
@@ -266,10 +265,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     if not keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    routing = None                                     # bert-single: one classifier a batch, or all K stacked
-    if isinstance(model, PerContextModel):
-        routing = "sparse" if config.sampler == "per-context" else "stacked"
-    step_model = compiled(model, config.compile, routing)
+    step_model = compiled(model, config.compile, step_routing(model, config.sampler))   # bert-single: K routed
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, keep_resume_state)

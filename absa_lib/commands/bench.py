@@ -4,10 +4,13 @@
         --dataset sentihood --aux NLI-M --steps 20 --repeats 3
 
 A training step is forward + cross-entropy + backward + AdamW step (the fused kernel where
-available); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
-random (seeded) from the split, encoded with ``absa_lib.features.encode_examples`` and padded to the
-longest sequence in the batch (dynamic padding, as in training); every model sees the same
-batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
+available) on the model ``absa train`` trains: for ``bert-single`` the K per-context classifiers,
+routed as in training (gradient clipping and the learning-rate schedule are left out: a few
+percent of a step); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
+random (seeded) from the split (``--sampler per-context``: each from one context, as bert-single's
+table runs train; by default mixed, as its ablation row), encoded with
+``absa_lib.features.encode_examples`` and padded to the longest sequence in the batch (dynamic
+padding, as in training); every model sees the same batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
 batches, eager) and the one asked for (``--precision``, ``--group-by-length``, ``--compile``; a
 compiled setting pads its batches as compiled training does, and its first batches of each shape
 pay for compilation, so give it ``--repeats 2`` or more; inference stays eager, as evaluation in
@@ -49,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="torch CPU threads (default: torch's choice; 1 is steadier on a busy machine)")
     p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                    help="the fast setting's precision (default auto: bf16 where native, else fp32)")
+    p.add_argument("--sampler", default="uniform", choices=("uniform", "per-context"),
+                   help="batches of random inputs (default), or each of one context's (as absa train "
+                   "--sampler per-context, bert-single's table runs)")
     p.add_argument("--group-by-length", action="store_true",
                    help="the fast setting batches inputs of similar length (as absa train --group-by-length)")
     p.add_argument("--compile", default="none", choices=("none", "default", "reduce-overhead"),
@@ -61,17 +67,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _batches(args, tokenizer, encoded: list, group_by_length: bool, pad_multiple: int = 1) -> list[dict]:
     """The same seeded inputs of the split (``encoded``: all of them), in random batches or in
-    batches of similar length (as training)."""
+    batches of similar length (as training); with ``--sampler per-context``, the first of the
+    batches that training's per-context sampler draws from the whole split."""
     import torch
 
-    from absa_lib.features import batches, length_grouped, sequential
+    from absa_lib.features import batches, length_grouped, per_context, sequential
 
-    n = (args.warmup + args.steps) * args.batch_size
+    n_batches = args.warmup + args.steps
+    n = n_batches * args.batch_size
     g = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(encoded), generator=g).tolist()
-    chosen = [encoded[i] for i in (order * (n // len(order) + 1))[:n]]
-    index = (length_grouped(list(range(n)), [len(e.input_ids) for e in chosen], args.batch_size, g)
-             if group_by_length else sequential(list(range(n)), args.batch_size))
+    if args.sampler == "per-context":
+        lengths = [len(e.input_ids) for e in encoded] if group_by_length else None
+        index = per_context(order, [e.context_id for e in encoded], args.batch_size, g, lengths)
+        chosen, index = encoded, (index * (n_batches // len(index) + 1))[:n_batches]
+    else:
+        chosen = [encoded[i] for i in (order * (n // len(order) + 1))[:n]]
+        index = (length_grouped(list(range(n)), [len(e.input_ids) for e in chosen], args.batch_size, g)
+                 if group_by_length else sequential(list(range(n)), args.batch_size))
     return [b for _, b in batches(chosen, index, tokenizer.pad_token_id or 0, pad_multiple)]
 
 
@@ -92,6 +105,8 @@ def _train_step(model, optimizer, batch, device, precision, step_model=None) -> 
     with autocast(device, precision):
         loss = (model if step_model is None else step_model)(**batch).loss
     loss.backward()
+    if getattr(step_model, "dense", False):        # bert-single stacked, as in training: Adam skips absent contexts
+        model.drop_absent_grads(batch["context_ids"])
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     _sync(device)
@@ -153,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     cpu = f"cpu ({torch.get_num_threads()} threads)"
     setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
              "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
-             "batch_size": args.batch_size, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
+             "batch_size": args.batch_size, "sampler": args.sampler, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
              "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
              "repeats": args.repeats, "compile": args.compile, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
     if args.json:
@@ -185,17 +200,18 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
     from absa_lib import data as D
     from absa_lib.device import compiled
     from absa_lib.inputs import variant_num_labels
-    from absa_lib.models import build_model
+    from absa_lib.models.per_context import build_for_training, step_routing
     from absa_lib.optim import adamw
 
     models = {}
     for name in args.model:
-        model = build_model(name, backbone=args.backbone, preset=args.preset,
-                            num_labels=variant_num_labels(args.dataset, args.aux),
-                            num_contexts=D.num_contexts(args.dataset),
-                            num_aspects=D.group_size(args.dataset)).to(device)
+        model = build_for_training(name, backbone=args.backbone, preset=args.preset,
+                                   num_labels=variant_num_labels(args.dataset, args.aux),
+                                   num_contexts=D.num_contexts(args.dataset),
+                                   num_aspects=D.group_size(args.dataset)).to(device)
         opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
-        steps = {label: compiled(model, mode) for label, (_, _, mode) in settings.items()}
+        routing = step_routing(model, args.sampler)
+        steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}
         for label, (precision, _, _) in settings.items():
             for batch in data[label][0]:
                 _train_step(model, opt, batch, device, precision, steps[label])

@@ -1,5 +1,6 @@
 """``absa info --model NAME --preset P --backbone B``: parameter count, per-component breakdown and the
-resolved model fields (what ``build_model`` would build, without loading weights)."""
+resolved model fields (what ``build_model`` would build, without loading weights). For bert-single,
+which ``absa train`` trains as one classifier per context, also the count of a whole run."""
 
 from __future__ import annotations
 
@@ -81,11 +82,17 @@ def run(args: argparse.Namespace) -> int:
             "parameters": count_parameters(model), "breakdown": parameter_breakdown(model),
             "fields": {k: getattr(config, k) for k in MODEL_FIELDS.get(args.model, ())},
             "architecture": {k: getattr(config, k) for k in ARCHITECTURE}}
+    if args.model == "bert-single":          # absa train trains one classifier per context (Sun et al.)
+        info["classifiers_per_run"] = args.num_contexts
+        info["parameters_per_run"] = args.num_contexts * info["parameters"]
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     preset = f" ({args.preset} preset)" if model.uses_context else ""
     print(f"{args.model}{preset} on {args.backbone}: {info['parameters']:,} parameters")
+    if "classifiers_per_run" in info:
+        print(f"  one classifier per context: a run trains {info['classifiers_per_run']} of them, "
+              f"{info['parameters_per_run']:,} parameters (--num-contexts)")
     for name, n in info["breakdown"].items():
         print(f"  {name:<26} {n:>13,}")
     print("  architecture: " + ", ".join(f"{k}={v}" for k, v in info["architecture"].items()))

@@ -182,3 +182,18 @@ def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kw
     models = [build_model("bert-single", backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
                           **kwargs) for _ in range(num_contexts)]
     return PerContextModel(models[0].config, models)
+
+
+def build_for_training(name: str, **kwargs) -> nn.Module:
+    """The model ``absa train --model name`` trains: for ``bert-single`` the K per-context
+    classifiers (:func:`build_per_context`), for any other model :func:`build_model`'s one."""
+    return build_per_context(**kwargs) if name == "bert-single" else build_model(name, **kwargs)
+
+
+def step_routing(model: nn.Module, sampler: str) -> str | None:
+    """How a training step routes a batch (``device.compiled``'s ``routing``): for a
+    :class:`PerContextModel`, ``sparse`` on per-context batches (one classifier a batch) and
+    ``stacked`` on mixed ones (all K as one batched model); None for any other model."""
+    if not isinstance(model, PerContextModel):
+        return None
+    return "sparse" if sampler == "per-context" else "stacked"

@@ -1,0 +1,81 @@
+"""``absa bench`` and ``absa info`` on bert-single describe what ``absa train`` trains: the K
+per-context classifiers, on the batches its sampler draws, routed as its step routes them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import torch
+
+from absa_lib.cli import main
+from absa_lib.commands import bench
+from absa_lib.models import count_parameters, load_tokenizer
+from absa_lib.models.per_context import PerContextModel, build_for_training, step_routing
+
+pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+
+def _args(**changes) -> argparse.Namespace:
+    args = dict(model=["bert-single"], preset="paper", backbone="tiny", dataset="sentihood", aux="single",
+                split="train", batch_size=6, steps=4, warmup=1, repeats=1, max_length=32, seed=0, threads=None,
+                precision="fp32", sampler="uniform", group_by_length=False, compile="none", no_inference=True,
+                data_dir=None, json=True)
+    return argparse.Namespace(**{**args, **changes})
+
+
+def _contexts(args) -> list[set[int]]:
+    settings = {"fp32 random": ("fp32", False, "none")}
+    data = bench._setting_batches(args, load_tokenizer(args.backbone), settings, torch.device("cpu"))
+    warm, timed = data["fp32 random"]
+    assert len(warm) == args.warmup and len(timed) == args.steps
+    return [set(b["context_ids"].tolist()) for b in warm + timed]
+
+
+def test_per_context_sampler_gives_each_timed_batch_one_context_as_training_does():
+    assert all(len(c) == 1 for c in _contexts(_args(sampler="per-context")))
+    assert len(set.union(*_contexts(_args(sampler="per-context", steps=40)))) > 1     # not always the same one
+    assert any(len(c) > 1 for c in _contexts(_args()))                                   # mixed by default
+    assert all(len(c) == 1 for c in _contexts(_args(sampler="per-context", group_by_length=True)))
+
+
+def test_bert_single_is_timed_as_the_k_classifiers_training_builds():
+    args = _args()
+    settings = {"fp32 random": ("fp32", False, "none")}
+    data = bench._setting_batches(args, load_tokenizer("tiny"), settings, torch.device("cpu"))
+    model, opt, steps = bench._warmed_up_models(args, settings, data, torch.device("cpu"))["bert-single"]
+    assert isinstance(model, PerContextModel) and len(model.models) == 8          # SentiHood's contexts
+    assert sum(p.numel() for g in opt.param_groups for p in g["params"]) == count_parameters(model)
+    assert count_parameters(model) == 8 * count_parameters(model.models[0])
+    # every classifier with a row in the warm-up batch took an Adam step; the others none
+    present = set(data["fp32 random"][0][0]["context_ids"].tolist())
+    stepped = {c for c, m in enumerate(model.models) if opt.state.get(next(m.parameters()))}
+    assert stepped == present
+
+
+def test_step_routing_and_build_for_training():
+    single = build_for_training("bert-single", backbone="tiny", num_labels=3, num_contexts=5)
+    pair = build_for_training("bert-pair", backbone="tiny", num_labels=3, num_contexts=5)
+    assert isinstance(single, PerContextModel) and len(single.models) == 5
+    assert not isinstance(pair, PerContextModel)
+    assert step_routing(single, "per-context") == "sparse" and step_routing(single, "uniform") == "stacked"
+    assert step_routing(pair, "uniform") is None
+
+
+def test_bench_command_reports_the_sampler(capsys):
+    assert main(["bench", "--model", "bert-single", "--backbone", "tiny", "--aux", "single", "--steps", "2",
+                 "--warmup", "0", "--batch-size", "4", "--max-length", "32", "--json", "--precision", "fp32",
+                 "--sampler", "per-context"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["setup"]["sampler"] == "per-context"
+    assert [r["model"] for r in report["results"]] == ["bert-single"]
+    assert report["results"][0]["train"]["examples_per_s"] > 0 and report["results"][0]["infer"]["examples_per_s"] > 0
+
+
+def test_info_gives_a_bert_single_run_its_k_classifiers(capsys):
+    assert main(["info", "--model", "bert-single", "--backbone", "tiny", "--num-contexts", "5", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["classifiers_per_run"] == 5 and info["parameters_per_run"] == 5 * info["parameters"]
+    assert main(["info", "--model", "bert-pair", "--backbone", "tiny", "--json"]) == 0
+    assert "parameters_per_run" not in json.loads(capsys.readouterr().out)
