@@ -150,3 +150,20 @@ def test_the_other_cpu_check_holds_every_cell_of_seed_42():
     assert len(expected) == 35 and held == expected
     assert len(REPRODUCED_ON_ANOTHER_CPU) == 21
     assert set(REPRODUCED_ON_ANOTHER_CPU) <= held
+
+
+def test_the_committed_manifest_is_current():
+    """``results/MANIFEST.json`` as ``bash run_all.sh render`` leaves it: every record under
+    ``results/reference/`` listed (records added without a render once left it two behind), and
+    the checksum of every committed table and figure its file's."""
+    import json
+
+    from absa_lib.manifest import sha256
+
+    root = REFERENCE.parent.parent
+    manifest = json.loads((root / "results" / "MANIFEST.json").read_text())
+    on_disk = sorted(p.relative_to(root).as_posix() for p in REFERENCE.rglob("*")
+                     if p.is_file() and not p.name.startswith("."))
+    assert manifest["reference"] == on_disk
+    stale = [f for f, entry in manifest["files"].items() if sha256(root / f) != entry["sha256"]]
+    assert stale == []
