@@ -266,9 +266,6 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
     ax = axes[0][0]
     y = np.arange(len(labels))[::-1]
     ax.barh(y, np.nan_to_num(means), xerr=sds, color="tab:blue", alpha=0.8, capsize=3)
-    for yi, m, sd, n in zip(y, means, sds, seeds):       # the value after the error bar, with the seed count
-        text = "  n/a" if math.isnan(m) else f" {m:.1f}" + (f" (n={int(n)})" if n else "")
-        ax.text(0 if math.isnan(m) else m + sd, yi, text, va="center", fontsize=7)
     if floor is not None:
         ax.axvline(floor[1], color="0.3", linestyle="--", linewidth=1)
         ax.text(floor[1], y[0] + 0.6, f" {floor[0]}: {floor[1]:.1f}", fontsize=7, color="0.3", va="bottom")
@@ -280,4 +277,10 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
         lo = max(0.0, float(min(finite) - sds.max(initial=0) - 5))
         ax.set_xlim(lo, min(100.0, float(max(finite) + sds.max(initial=0) + 12)))
         ax.set_ylim(-0.7, len(labels) - 0.1 + (0.8 if floor is not None else 0))
+    left = ax.get_xlim()[0]
+    for yi, m, sd, n in zip(y, means, sds, seeds):       # the value after the error bar, with the seed count
+        if math.isnan(m):                                 # no bar: say why, inside the axes
+            ax.text(left, yi, "  not run" if n == 0 else "  n/a", va="center", fontsize=7, color="0.3")
+        else:
+            ax.text(m + sd, yi, f" {m:.1f}" + (f" (n={int(n)})" if n else ""), va="center", fontsize=7)
     return fig

@@ -9,7 +9,9 @@ systems of notebook 06, each a mean ± sd (%) over seeds of the paper's test met
 
 Runs of different budgets (backbone, epochs, learning rate...: :func:`absa_lib.tables.budget_key`)
 are never averaged together: a variant run at two budgets has one row per budget, named in the
-``budget`` column, with the full budget in a footnote.
+``budget`` column, with the full budget in a footnote. Every variant has a row for every budget of
+its table (:func:`budget_groups`): one not run at a budget shows it with 0 seeds and '–' cells
+rather than leaving it out, so a missing cell is seen as missing.
 
 Both end with the trivial predictors (all-None, majority polarity) when given
 (:func:`absa_lib.tables.trivial_baselines`), in the row format of Tables 1-2: ``source`` is
@@ -26,6 +28,7 @@ from absa_lib.paper_numbers import METRICS
 from absa_lib.tables import (
     TRIVIAL,
     aggregate_metrics,
+    budget_key,
     budget_label,
     budget_text,
     format_cell,
@@ -60,15 +63,35 @@ def ablation_variants(grid: dict, dataset: str, specs: list) -> list[Variant]:
     return out
 
 
+def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
+    """Per variant (its runs, one list each): ``(budget columns, runs)`` for each of its budgets
+    (:func:`absa_lib.tables.split_by_budget`, most runs first), then, with no runs, each budget
+    that another variant of the table has and it lacks (in the order the table first shows them);
+    one empty group when the table has no run."""
+    split = [split_by_budget(runs) for runs in per_variant]
+    every: dict[tuple, dict] = {}
+    for groups in split:
+        for g in groups:
+            every.setdefault(budget_key(g[0].config), _budget_columns(g))
+    out = []
+    for groups in split:
+        have = {budget_key(g[0].config) for g in groups}
+        out.append([(_budget_columns(g), g) for g in groups]
+                   + [(columns, []) for key, columns in every.items() if key not in have]
+                   or [(_budget_columns([]), [])])
+    return out
+
+
 def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dict] | None = None) -> pd.DataFrame:
-    """Tidy ablation table: one row per variant, mean ± sd (%) of every table metric, then one row per
-    trivial predictor (``trivial``: :func:`absa_lib.tables.trivial_baselines` of ``dataset``)."""
+    """Tidy ablation table: one row per variant and budget (0 seeds where not run), mean ± sd (%) of
+    every table metric, then one row per trivial predictor (``trivial``:
+    :func:`absa_lib.tables.trivial_baselines` of ``dataset``)."""
     records = []
-    for v in variants:
-        for runs in split_by_budget(v.runs) or [[]]:
+    for v, groups in zip(variants, budget_groups([v.runs for v in variants])):
+        for budget, runs in groups:
             agg = aggregate_metrics(dataset, [r.selected(v.protocol)["test"] for r in runs])
             rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
-                   **_budget_columns(runs), "run_ids": run_ids(runs), "source": OURS}
+                   **budget, "run_ids": run_ids(runs), "source": OURS}
             for key, (mean, sd) in agg.items():
                 rec[key], rec[f"{key}_sd"] = mean, sd
             records.append(rec)
@@ -112,11 +135,11 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     ``<m>_test_best_sd``; then one row per trivial predictor (``trivial``:
     :func:`absa_lib.tables.trivial_baselines` of ``dataset``), the same under both selections."""
     records = []
-    for spec in specs:
-        for runs in split_by_budget(grid.get((dataset, spec.label), [])) or [[]]:
+    for spec, groups in zip(specs, budget_groups([grid.get((dataset, spec.label), []) for spec in specs])):
+        for budget, runs in groups:
             rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
                    "change": spec.change, "n_seeds": len(runs),
-                   "backbone": str(runs[0].config.get("backbone")) if runs else "", **_budget_columns(runs),
+                   "backbone": str(runs[0].config.get("backbone")) if runs else "", **budget,
                    "run_ids": run_ids(runs), "source": OURS}
             for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
                 agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])

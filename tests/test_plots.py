@@ -119,6 +119,19 @@ def test_ablation_bars_label_past_the_error_bar_with_seeds_and_draw_the_trivial_
     plt.close(fig)
 
 
+def test_an_ablation_not_run_is_said_so_inside_the_axes():
+    """A variant with 0 seeds at a budget has no bar: its 'not run' sits at the axis' left edge,
+    not at x = 0, which a zoomed axis puts over the row's label."""
+    df = pd.DataFrame({"variant": ["a", "b"], "selection": ["dev_best"] * 2, "n_seeds": [3, 0],
+                       "aspect_strict_acc": [65.9, float("nan")], "aspect_strict_acc_sd": [1.2, float("nan")]})
+    fig = plots.ablation_bars(df, "aspect_strict_acc", floor=("All-None (trivial)", 47.9))
+    ax = fig.axes[0]
+    texts = {t.get_text().strip(): t.get_position()[0] for t in ax.texts}
+    lo, hi = ax.get_xlim()
+    assert lo > 0 and texts["not run"] == pytest.approx(lo)
+    plt.close(fig)
+
+
 def test_seeds_of_one_system_share_a_colour_and_one_legend_entry():
     def curve(label, seed, test):
         return {"dataset": "sentihood", "label": label, "seed": seed, "metric": "aspect_strict_acc",

@@ -184,6 +184,34 @@ def test_runs_of_different_budgets_are_never_averaged_together():
 
 
 
+def test_a_budget_a_variant_was_not_run_at_is_a_row_of_0_seeds_not_left_out():
+    """The ablations and notebook 06's tables: when some variants have 25-epoch runs, the others
+    show that budget too, with 0 seeds and '–' cells (it was silently absent before)."""
+    short = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, 0.6) for s in (1, 2)]
+    long = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.9, epochs=25)]
+    off = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.5, overrides={"quasi": False})]
+    Variant = variant_tables.Variant
+    df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", short + long),
+                                                     Variant("λ_A = 0", "quasi off", off), Variant("empty", "-", [])])
+    assert list(zip(df.variant, df.budget, df.n_seeds)) == [
+        ("QACG-BERT", "minilm, 3 epochs", 2), ("QACG-BERT", "minilm, 25 epochs", 1),
+        ("λ_A = 0", "minilm, 3 epochs", 1), ("λ_A = 0", "minilm, 25 epochs", 0),
+        ("empty", "minilm, 3 epochs", 0), ("empty", "minilm, 25 epochs", 0)]
+    assert df.aspect_strict_acc.isna().tolist() == [False, False, False, True, True, True]
+    md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
+    assert "| λ_A = 0 | quasi off | dev_best | minilm, 25 epochs | 0 | – | – | – | – | – |" in md
+    specs = [grid.Spec("QACG-BERT", "qacg-bert", "NLI-M"), grid.Spec("CG-BERT", "cg-bert", "none")]
+    cmp = variant_tables.comparison_table("sentihood", {("sentihood", "QACG-BERT"): short + long,
+                                                        ("sentihood", "CG-BERT"): off}, specs)
+    assert list(zip(cmp.label, cmp.budget, cmp.n_seeds)) == [
+        ("QACG-BERT", "minilm, 3 epochs", 2), ("QACG-BERT", "minilm, 25 epochs", 1),
+        ("CG-BERT", "minilm, 3 epochs", 1), ("CG-BERT", "minilm, 25 epochs", 0)]
+    assert "| CG-BERT | sentence + context id | single | minilm, 25 epochs | 0 | – |" in \
+        variant_tables.comparison_markdown(cmp, "sentihood", "Other")
+    alone = variant_tables.ablation_table("sentihood", [Variant("empty", "-", [])])
+    assert alone.n_seeds.tolist() == [0] and alone.budget.tolist() == [""]          # no run anywhere: one row
+
+
 def test_variant_tables_end_with_the_trivial_rows():
     base = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.6)]
     trivial = {"All-None (trivial)": {k: 0.25 for k in METRIC_KEYS["sentihood"]},
