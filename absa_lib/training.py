@@ -40,7 +40,7 @@ from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import compute_metrics, selection_metric
 from absa_lib.models import joint, load_tokenizer
-from absa_lib.models.per_context import build_for_training, step_routing
+from absa_lib.models.per_context import build_for_training, skip_absent_contexts, step_routing
 from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
@@ -154,12 +154,6 @@ class _Session:
         """The model's parameters, listed once: walking the module tree at every step's clip cost
         more than the clip itself on a CPU (bert-single: 1.7 against 0.3 ms, tiny model)."""
         return list(self.model.parameters())
-
-    @property
-    def dense_routing(self) -> bool:
-        """bert-single compiled on mixed batches (``RoutedStep.dense``): every classifier runs on
-        every batch, so absent contexts get zero gradients, not None (sparse routing leaves None)."""
-        return getattr(self.step_model, "dense", False)
 
 
 def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False,
@@ -285,8 +279,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         loss.backward()
-        if s.dense_routing:                                  # bert-single, mixed batches: Adam skips absent contexts
-            s.model.drop_absent_grads(batch["context_ids"])
+        skip_absent_contexts(s.step_model, s.model, batch.get("context_ids"))   # bert-single, mixed batches
         torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)
         s.optimizer.step()
         s.optimizer.zero_grad(set_to_none=True)

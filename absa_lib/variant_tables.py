@@ -68,18 +68,14 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     (:func:`absa_lib.tables.split_by_budget`, most runs first), then, with no runs, each budget
     that another variant of the table has and it lacks (in the order the table first shows them);
     one empty group when the table has no run."""
-    split = [split_by_budget(runs) for runs in per_variant]
-    every: dict[tuple, dict] = {}
+    split = [{budget_key(g[0].config): g for g in split_by_budget(runs)} for runs in per_variant]
+    every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
-        for g in groups:
-            every.setdefault(budget_key(g[0].config), _budget_columns(g))
-    out = []
-    for groups in split:
-        have = {budget_key(g[0].config) for g in groups}
-        out.append([(_budget_columns(g), g) for g in groups]
-                   + [(columns, []) for key, columns in every.items() if key not in have]
-                   or [(_budget_columns([]), [])])
-    return out
+        for key, g in groups.items():
+            every.setdefault(key, _budget_columns(g))
+    return [[(every[key], g) for key, g in groups.items()]
+            + [(columns, []) for key, columns in every.items() if key not in groups]
+            or [(_budget_columns([]), [])] for groups in split]
 
 
 def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dict] | None = None) -> pd.DataFrame:

@@ -399,3 +399,22 @@ def test_an_unknown_routing_is_one_line():
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=2, num_aspects=2)
     with pytest.raises(AbsaError, match="routing='batched' is not one of sparse, dense, stacked"):
         DV.compiled(model, "default", "batched")
+
+
+def test_after_a_stacked_step_the_absent_contexts_get_no_adam_step():
+    """`skip_absent_contexts`, which training and `absa bench` call after the backward pass: a
+    stacked (dense) step leaves zero gradients on the classifiers without rows in the batch, and
+    they become None, so AdamW skips them; after a sparse step there is nothing to do."""
+    from absa_lib.models.per_context import PerContextModel, RoutedStep, skip_absent_contexts
+
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4)
+    batch = {**_batch(), "context_ids": torch.tensor([0, 3, 3, 0, 1, 0])}      # context 2 absent
+    for routing in (PerContextModel.stacked, PerContextModel.route):
+        step = RoutedStep(model, routing, list(model.models))
+        model.zero_grad(set_to_none=True)
+        step(**batch).loss.backward()
+        skip_absent_contexts(step, model, batch["context_ids"])
+        with_grads = [c for c, m in enumerate(model.models) if all(p.grad is not None for p in m.parameters())]
+        assert with_grads == [0, 1, 3]
+        assert all(p.grad is None for p in model.models[2].parameters())

@@ -6,12 +6,12 @@
 A training step is forward + cross-entropy + backward + AdamW step (the fused kernel where
 available) on the model ``absa train`` trains: for ``bert-single`` the K per-context classifiers,
 routed as in training (gradient clipping and the learning-rate schedule are left out: a few
-percent of a step); inference is a forward pass under ``torch.inference_mode``. Batches are drawn at
-random (seeded) from the split (``--sampler per-context``: each from one context, as bert-single's
-table runs train; by default mixed, as its ablation row), encoded with
+percent of a step); inference is a forward pass under ``torch.inference_mode``. Batches are
+drawn at random (seeded) from the split (``--sampler per-context``: each from one context, as
+bert-single's table runs train; by default mixed, as its ablation row), encoded with
 ``absa_lib.features.encode_examples`` and padded to the longest sequence in the batch (dynamic
-padding, as in training); every model sees the same batches. Two settings are timed side by side on the same examples: the baseline (fp32, random
-batches, eager) and the one asked for (``--precision``, ``--group-by-length``, ``--compile``; a
+padding, as in training); every model sees the same batches. Two settings are timed side by side
+on the same examples: the baseline (fp32, random batches, eager) and the one asked for (``--precision``, ``--group-by-length``, ``--compile``; a
 compiled setting pads its batches as compiled training does, and its first batches of each shape
 pay for compilation, so give it ``--repeats 2`` or more; inference stays eager, as evaluation in
 training does). With several models and ``--repeats`` > 1, the models take turns batch by batch, and for
@@ -98,6 +98,7 @@ def _sync(device) -> None:
 def _train_step(model, optimizer, batch, device, precision, step_model=None) -> float:
     """One timed training step; ``step_model``: the compiled forward (default ``model``)."""
     from absa_lib.device import autocast
+    from absa_lib.models.per_context import skip_absent_contexts
 
     model.train()
     _sync(device)
@@ -105,8 +106,7 @@ def _train_step(model, optimizer, batch, device, precision, step_model=None) -> 
     with autocast(device, precision):
         loss = (model if step_model is None else step_model)(**batch).loss
     loss.backward()
-    if getattr(step_model, "dense", False):        # bert-single stacked, as in training: Adam skips absent contexts
-        model.drop_absent_grads(batch["context_ids"])
+    skip_absent_contexts(step_model, model, batch.get("context_ids"))        # as in training
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     _sync(device)
@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     cpu = f"cpu ({torch.get_num_threads()} threads)"
     setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
              "backbone": args.backbone, "dataset": args.dataset, "aux": args.aux,
-             "batch_size": args.batch_size, "sampler": args.sampler, "timed_batches": args.steps, "examples": n_ex, "real_tokens": n_tok,
+             "batch_size": args.batch_size, "sampler": args.sampler, "timed_batches": args.steps,
+             "examples": n_ex, "real_tokens": n_tok,
              "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
              "repeats": args.repeats, "compile": args.compile, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
     if args.json:

@@ -197,3 +197,12 @@ def step_routing(model: nn.Module, sampler: str) -> str | None:
     if not isinstance(model, PerContextModel):
         return None
     return "sparse" if sampler == "per-context" else "stacked"
+
+
+def skip_absent_contexts(step_model: nn.Module, model: nn.Module, context_ids: torch.Tensor) -> None:
+    """After a training step's backward pass through ``step_model`` (``device.compiled``'s): when it
+    routes densely (bert-single's stacked step on mixed batches, :class:`RoutedStep`), the models
+    with no row in the batch got zero gradients; set them to None so that Adam skips those models,
+    as under sparse routing. Nothing to do for any other step."""
+    if getattr(step_model, "dense", False):
+        model.drop_absent_grads(context_ids)
