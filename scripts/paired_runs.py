@@ -3,9 +3,10 @@
     python scripts/paired_runs.py precision results/reference/checks/cpu_profile_bf16 results/reference/runs
     python scripts/paired_runs.py group_by_length results/reference/checks/group_by_length results/reference/runs
     python scripts/paired_runs.py machine results/reference/checks/fp32_other_cpu results/reference/runs
+    python scripts/paired_runs.py sampler,compile results/reference/checks/bert_single_mixed_25ep_cpu results/reference/runs
 
 For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
-the same but for FIELD, and for the pair's scale, the SCALE run (default: under BASE) with the
+the same but for FIELD (several fields: comma-separated, the pair differing in at least one), and for the pair's scale, the SCALE run (default: under BASE) with the
 pair's configuration and the one that differs from it only in the seed (the next seed up that SCALE
 holds). It prints, per run, the test metrics at the dev-best epoch (in %, as the tables show them)
 of the pair and of NEW, and the two differences, and their training losses at the last epoch (a
@@ -62,7 +63,8 @@ def machine(run) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("field", help="the configuration field the pairs differ in, e.g. precision, or machine")
+    ap.add_argument("field", help="the configuration field the pairs differ in, e.g. precision, or machine; "
+                                  "several: comma-separated, e.g. sampler,compile")
     ap.add_argument("new", help="a folder of runs (searched recursively)")
     ap.add_argument("base", help="a folder of runs holding their pairs (and, without SCALE, the pairs' other seeds)")
     ap.add_argument("scale", nargs="?", help="a folder of runs holding the pairs' configuration at two seeds "
@@ -79,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {folder}: no finished runs (expected a folder holding run records)", file=sys.stderr)
             return 2
     fields = [f.name for f in dataclasses.fields(TrainConfig)]
-    if args.field not in (*fields, MACHINE) or args.field == "seed":
-        print(f"error: field {args.field!r}: expected a training configuration field other than seed, one of "
-              f"{', '.join(f for f in fields if f != 'seed')}, or {MACHINE}", file=sys.stderr)
-        return 2
-    leave_out = () if args.field == MACHINE else (args.field,)
-    value = machine if args.field == MACHINE else (lambda r: full(r.config).get(args.field))
+    asked = [] if args.field == MACHINE else args.field.split(",")
+    for field in asked:
+        if field not in fields or field == "seed":
+            print(f"error: field {field!r}: expected a training configuration field other than seed, one of "
+                  f"{', '.join(f for f in fields if f != 'seed')} (several: comma-separated), or {MACHINE} alone",
+                  file=sys.stderr)
+            return 2
+    leave_out = () if args.field == MACHINE else tuple(asked)
+    value = machine if args.field == MACHINE else (lambda r: "/".join(str(full(r.config).get(f)) for f in asked))
     by_key, by_seedless = {}, {}
     for run in base:
         by_key.setdefault(key(run.config, *leave_out), []).append(run)

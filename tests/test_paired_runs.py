@@ -65,3 +65,22 @@ def test_the_seed_scale_can_come_from_another_folder_than_the_pairs(capsys):
     assert paired_runs.main(["machine", str(REFERENCE / "checks" / "fp32_other_cpu_isa_avx2"),
                              str(REFERENCE / "checks" / "fp32_other_cpu")]) == 0
     assert "no two seeds under" in capsys.readouterr().out
+
+
+def test_several_fields_pair_runs_that_differ_in_them_together(capsys):
+    # the 25-epoch CPU checks of mixed-batch BERT-single (uniform sampler, not compiled) against the
+    # per-context GPU row (compiled); docs/results.md quotes these differences
+    assert paired_runs.main(["sampler,compile", str(REFERENCE / "checks" / "bert_single_mixed_25ep_cpu"),
+                             str(REFERENCE / "runs")]) == 0
+    out = capsys.readouterr().out
+    seed_43 = out.split("sentihood bert-single (paper) seed 43: ")[1].split("\n")
+    assert seed_43[0] == "sampler,compile per-context/reduce-overhead -> uniform/none; scale: seed 44"
+    assert re.fullmatch(r" +Strict Acc +72\.9 -> +73\.5 +\( \+0\.6\) +seed: +\+0\.2", seed_43[1])
+    assert "seed 42: sampler,compile per-context/reduce-overhead -> uniform/none" in out
+    # one field alone finds no pair: every such record differs in the other too
+    assert paired_runs.main(["sampler", str(REFERENCE / "checks" / "bert_single_mixed_25ep_cpu"),
+                             str(REFERENCE / "runs")]) == 0
+    assert "seed 43: no pair under" in capsys.readouterr().out
+    assert paired_runs.main(["sampler,machine", str(REFERENCE / "checks" / "bert_single_mixed_25ep_cpu"),
+                             str(REFERENCE / "runs")]) == 2
+    assert "field 'machine': expected a training configuration field" in capsys.readouterr().err
