@@ -163,3 +163,18 @@ def test_nbstripout_finds_nothing_to_strip():
     res = subprocess.run([sys.executable, "-m", "nbstripout", "--verify", *map(str, NOTEBOOKS)], capture_output=True, text=True,
                          timeout=60, check=False)
     assert res.returncode == 0, f"notebooks have outputs or metadata to strip: {res.stdout}{res.stderr}"
+
+
+def _code_map() -> str:
+    readme = (ROOT / "README.md").read_text()
+    return readme[readme.index("## Code map"):readme.index("\n## ", readme.index("## Code map") + 1)]
+
+
+def test_readme_code_map_names_every_module_and_only_existing_ones():
+    code_map = _code_map()
+    package = ROOT / "absa_lib"
+    modules = {p.name for p in [*package.glob("*.py"), *(package / "models").glob("*.py")]} - {"__init__.py"}
+    assert sorted(m for m in modules if f"{m}`" not in code_map) == [], "modules missing from the code map"
+    everything = {p.name for p in package.rglob("*.py")}
+    named = set(re.findall(r"([A-Za-z_]+\.py)`", code_map))
+    assert sorted(named - everything) == [], "the code map names modules that do not exist"
