@@ -167,7 +167,8 @@ def test_nbstripout_finds_nothing_to_strip():
 
 def _code_map() -> str:
     readme = (ROOT / "README.md").read_text()
-    return readme[readme.index("## Code map"):readme.index("\n## ", readme.index("## Code map") + 1)]
+    start = readme.index("## Code map")
+    return readme[start:readme.index("\n## ", start + 1)]
 
 
 def test_readme_code_map_names_every_module_and_only_existing_ones():
