@@ -8,7 +8,8 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
                            (dev_best = default protocol, test_best = the official code's, last);
                            "complete": true only once training has finished
     env.json               Python, torch, transformers, device (GPU name; CPU model and whether it has
-                           native bf16), OS, git commit and dirty flag
+                           native bf16), OS, git commit and dirty flag, the first epoch this process
+                           trained (from_epoch); after a resume, the earlier processes' under earlier
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.predictions format)
     curve.png              the training curve (absa_lib.plots.training_curves)
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,

@@ -35,7 +35,7 @@ from absa_lib.config import TrainConfig, check_max_length, data_checksums, resol
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, RunBusy, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
-from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
+from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder, read_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import variant_num_labels
 from absa_lib.metrics import compute_metrics, selection_metric
@@ -251,9 +251,9 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
               "n_train_examples": len(train_ex), "n_train_inputs": len(train_enc),
               "n_dev_examples": len(splits["dev"][0]), "n_test_examples": len(splits["test"][0])}
     atomic_write_json(path / "config.json", record)
-    atomic_write_json(path / "env.json", collect_env())
     last = path / "checkpoints" / "last"
     state = _resume(last, model, optimizer)
+    atomic_write_json(path / "env.json", _env_record(path / "env.json", state["epoch"] if state else 0))
     if state is not None:                                   # resume after an interruption
         print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
     if not keep_resume_state:                # it would not be kept current: none rather than a stale one
@@ -377,6 +377,22 @@ def _claimed_run_folder(path: Path, force: bool) -> Iterator[None]:
             except OSError as err:
                 raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
         yield
+
+
+def _env_record(path: Path, resumed_after: int) -> dict:
+    """This process's environment, with the first epoch it trains (``from_epoch``). A run resumed over
+    several sessions may have trained on several machines: on a resume, the earlier processes' records
+    that trained a kept epoch stay, oldest first, under ``earlier`` (a start that ended before finishing
+    an epoch trained nothing that is kept and is dropped)."""
+    env = {**collect_env(), "from_epoch": resumed_after + 1}
+    if resumed_after and path.is_file():
+        previous = read_json(path)
+        if not isinstance(previous, dict):
+            raise AbsaError(f"{path}: expected a JSON object, got {type(previous).__name__}; delete it to "
+                            "resume without the earlier sessions' environment, or rerun with --force")
+        starts = [*previous.pop("earlier", []), previous]
+        env["earlier"] = [e for e in starts if isinstance(e, dict) and e.get("from_epoch", 1) <= resumed_after]
+    return env
 
 
 def _resume(last: Path, model, optimizer) -> dict | None:

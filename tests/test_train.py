@@ -109,14 +109,34 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
     with pytest.raises(AbsaError, match="did not finish"):
         load_run(run_dir)
     interrupted_epoch1 = json.loads((run_dir / "metrics.json").read_text())["epochs"][0]
+    first_env = json.loads((run_dir / "env.json").read_text())
+    assert first_env["from_epoch"] == 1 and "earlier" not in first_env
+    (run_dir / "env.json").write_text(json.dumps({**first_env, "cpu_model": "the first session's CPU"}))
     capsys.readouterr()
     resumed = training.train(small(), runs_dir=tmp_path, progress=True)
     assert not resumed.cached and "resuming" in capsys.readouterr().err
     assert resumed.metrics["epochs"][0] == interrupted_epoch1   # epoch 1 was not trained again
+    env = resumed.env                                  # each machine that trained a kept epoch is named
+    assert env["from_epoch"] == 2 and env["cpu_model"] == runs.cpu_model()
+    assert [(e["from_epoch"], e["cpu_model"]) for e in env["earlier"]] == [(1, "the first session's CPU")]
     assert timeless(resumed.metrics) == timeless(first_run.metrics)
     a = np.loadtxt(first_run.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
     b = np.loadtxt(resumed.path / "predictions_test.csv", delimiter=",", skiprows=1, usecols=(4, 5, 6))
     np.testing.assert_array_equal(a, b)
+
+
+def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch(tmp_path):
+    """Started on machine A (epochs 1-8), resumed on B (cut off in epoch 9), resumed again after epoch 8:
+    A is kept, B trained nothing that is kept; a run trained from the start keeps none."""
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps({"cpu_model": "B", "from_epoch": 9,
+                                "earlier": [{"cpu_model": "A"}]}))      # older records lack from_epoch
+    env = training._env_record(path, resumed_after=8)
+    assert env["from_epoch"] == 9 and [e["cpu_model"] for e in env["earlier"]] == ["A"]
+    assert "earlier" not in training._env_record(path, resumed_after=0)
+    path.write_text("[]")
+    with pytest.raises(AbsaError, match=r"env.json: expected a JSON object, got list; delete it"):
+        training._env_record(path, resumed_after=8)
 
 
 def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
