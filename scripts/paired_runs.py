@@ -6,12 +6,14 @@
     python scripts/paired_runs.py sampler,compile results/reference/checks/bert_single_mixed_25ep_cpu results/reference/runs
 
 For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
-the same but for FIELD (several fields: comma-separated, the pair differing in at least one), and for the pair's scale, the SCALE run (default: under BASE) with the
-pair's configuration and the one that differs from it only in the seed (the next seed up that SCALE
-holds). It prints, per run, the test metrics at the dev-best epoch (in %, as the tables show them)
-of the pair and of NEW, and the two differences, and their training losses at the last epoch (a
-relative difference of 1e-9 is a different summation order that did not reach the metrics); then,
-per dataset and metric, the median and the largest |difference| made by FIELD and by the seed.
+the same but for FIELD (several fields: comma-separated, the pair differing in at least one), and
+for the pair's scale, the SCALE run (default: under BASE) with the pair's configuration and the one
+that differs from it only in the seed (the next seed up that SCALE holds; the highest seed has none
+and shows no seed difference). It prints, per run, the test metrics at the dev-best epoch (in %, as
+the tables show them) of the pair and of NEW, and the two differences, and their training losses at
+the last epoch (a relative difference of 1e-9 is a different summation order that did not reach the
+metrics); then, per dataset and metric, the median and the largest |difference| made by FIELD and
+by the seed.
 
 FIELD ``machine`` is no configuration field: the pair is the BASE record of the same configuration
 (the same run id) that NEW retrained elsewhere; each side is named by the GPU or CPU model its
@@ -113,20 +115,25 @@ def main(argv: list[str] | None = None) -> int:
         a, b = scores(pair), scores(run)
         c0, c = (scores(anchor[0]), scores(others[0])) if anchor and others else ({}, {})
         print(f"{name}: {args.field} {value(pair)} -> {value(run)}"
-              + (f"; scale: seed {others[0].config['seed']}" if c else f"; no two seeds under {args.scale}"))
+              + (f"; scale: seed {others[0].config['seed']}" if c else
+                 f"; no scale: {args.scale} holds this configuration with "
+                 + (f"no seed above {pair.config['seed']}" if anchor else f"no seed {pair.config['seed']}")))
         for metric, title, _ in METRICS[dataset]:
             d_field = b[metric] - a[metric]
-            d_seed = c[metric] - c0[metric] if c else float("nan")
-            print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {d_seed:+5.1f}")
+            d_seed = f"{c[metric] - c0[metric]:+5.1f}" if c else f"{'–':>5}"
+            print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {d_seed}")
             slot = deltas.setdefault(dataset, {}).setdefault(title, {"field": [], "seed": []})
             slot["field"].append(abs(d_field))
             if c:
-                slot["seed"].append(abs(d_seed))
+                slot["seed"].append(abs(c[metric] - c0[metric]))
         la, lb = (r.metrics["epochs"][-1].get("train_loss") for r in (pair, run))
         if la is not None and lb is not None:          # last bits that need not reach the metrics
             print(f"    {'training loss':<22} {la:.7f} -> {lb:.7f}  (relative {abs(lb - la) / max(abs(la), 1e-300):.1e})")
     for dataset, metrics in deltas.items():
-        print(f"\n{dataset}: |difference| in points, median (largest) over {len(next(iter(metrics.values()))['field'])} pairs")
+        first = next(iter(metrics.values()))
+        n, scaled = len(first["field"]), len(first["seed"])
+        print(f"\n{dataset}: |difference| in points, median (largest) over {n} pairs"
+              + (f" (the seed: over the {scaled} with a scale)" if scaled != n else ""))
         print(f"    {'metric':<22} {args.field:>16} {'seed':>16}")
         for title, d in metrics.items():
             cells = [f"{statistics.median(v):.1f} ({max(v):.1f})" if v else "–" for v in (d["field"], d["seed"])]
