@@ -387,11 +387,11 @@ def _env_record(path: Path, resumed_after: int) -> dict:
     env = {**collect_env(), "from_epoch": resumed_after + 1}
     if resumed_after and path.is_file():
         previous = read_json(path)
-        if not isinstance(previous, dict):
-            raise AbsaError(f"{path}: expected a JSON object, got {type(previous).__name__}; delete it to "
-                            "resume without the earlier sessions' environment, or rerun with --force")
-        starts = [*previous.pop("earlier", []), previous]
-        env["earlier"] = [e for e in starts if isinstance(e, dict) and e.get("from_epoch", 1) <= resumed_after]
+        earlier = previous.pop("earlier", []) if isinstance(previous, dict) else None
+        if not isinstance(earlier, list) or not all(isinstance(e, dict) for e in earlier):
+            raise AbsaError(f"{path}: expected a JSON object whose 'earlier' is a list of objects; delete it "
+                            "to resume without the earlier sessions' environment, or rerun with --force")
+        env["earlier"] = [e for e in [*earlier, previous] if e.get("from_epoch", 1) <= resumed_after]
     return env
 
 

@@ -120,12 +120,13 @@ def main(argv: list[str] | None = None) -> int:
                  + (f"no seed above {pair.config['seed']}" if anchor else f"no seed {pair.config['seed']}")))
         for metric, title, _ in METRICS[dataset]:
             d_field = b[metric] - a[metric]
-            d_seed = f"{c[metric] - c0[metric]:+5.1f}" if c else f"{'–':>5}"
-            print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {d_seed}")
+            d_seed = c[metric] - c0[metric] if c else None
+            shown = f"{d_seed:+5.1f}" if c else f"{'–':>5}"
+            print(f"    {title:<22} {a[metric]:6.1f} -> {b[metric]:6.1f}  ({d_field:+5.1f})   seed: {shown}")
             slot = deltas.setdefault(dataset, {}).setdefault(title, {"field": [], "seed": []})
             slot["field"].append(abs(d_field))
             if c:
-                slot["seed"].append(abs(c[metric] - c0[metric]))
+                slot["seed"].append(abs(d_seed))
         la, lb = (r.metrics["epochs"][-1].get("train_loss") for r in (pair, run))
         if la is not None and lb is not None:          # last bits that need not reach the metrics
             print(f"    {'training loss':<22} {la:.7f} -> {lb:.7f}  (relative {abs(lb - la) / max(abs(la), 1e-300):.1e})")

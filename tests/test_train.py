@@ -134,9 +134,11 @@ def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch
     env = training._env_record(path, resumed_after=8)
     assert env["from_epoch"] == 9 and [e["cpu_model"] for e in env["earlier"]] == ["A"]
     assert "earlier" not in training._env_record(path, resumed_after=0)
-    path.write_text("[]")
-    with pytest.raises(AbsaError, match=r"env.json: expected a JSON object, got list; delete it"):
-        training._env_record(path, resumed_after=8)
+    for bad in ("[]", '{"earlier": 3}', '{"earlier": ["A"]}'):
+        path.write_text(bad)
+        with pytest.raises(AbsaError, match=r"env.json: expected a JSON object whose 'earlier' is a list of "
+                                            r"objects; delete it"):
+            training._env_record(path, resumed_after=8)
 
 
 def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
