@@ -4,6 +4,8 @@
     python scripts/paired_runs.py group_by_length results/reference/checks/group_by_length results/reference/runs
     python scripts/paired_runs.py machine results/reference/checks/fp32_other_cpu results/reference/runs
     python scripts/paired_runs.py sampler,compile results/reference/checks/bert_single_mixed_25ep_cpu results/reference/runs
+    python scripts/paired_runs.py precision results/reference/checks/qacg_precision_25ep_cpu \
+        results/reference/checks/qacg_precision_25ep_cpu --epochs-from 10
 
 For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
 the same but for FIELD (several fields: comma-separated, the pair differing in at least one), and
@@ -19,7 +21,11 @@ FIELD ``machine`` is no configuration field: the pair is the BASE record of the 
 (the same run id) that NEW retrained elsewhere; each side is named by the GPU or CPU model its
 env.json records (records older than that field name only the device).
 
-A NEW run without a pair is listed as such, never dropped silently. Numbers, not timings.
+NEW and BASE may be the same folder (runs of both values side by side): each pair is then counted
+once, from the side whose pair has a seed scale. With --epochs-from E it also compares each pair,
+and its seed scale, at the same epoch: the median (largest) |difference| over epochs E to the last,
+on test and dev (the selected epoch aside). A NEW run without a pair is listed as such, never
+dropped silently. Numbers, not timings.
 """
 
 from __future__ import annotations
@@ -51,10 +57,18 @@ def key(config: dict, *leave_out: str) -> str:
     return json.dumps({k: v for k, v in full(config).items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
 
 
-def scores(run) -> dict[str, float]:
-    """The run's test metrics at its dev-best epoch, in %, keyed as the tables are."""
-    dataset = run.config["dataset"]
-    return {k: mean for k, (mean, _) in aggregate_metrics(dataset, [run.selected("dev_best")["test"]]).items()}
+def scores(run, split: str = "test", epoch: int | None = None) -> dict[str, float]:
+    """The run's ``split`` metrics at ``epoch`` (default: its dev-best epoch), in %, keyed as the tables are."""
+    chosen = run.selected("dev_best") if epoch is None else \
+        next(e for e in run.metrics["epochs"] if e["epoch"] == epoch)
+    return {k: mean for k, (mean, _) in aggregate_metrics(run.config["dataset"], [chosen[split]]).items()}
+
+
+def same_epoch(a, b, first: int) -> dict[str, dict[str, list[float]]]:
+    """|b − a| in points at each epoch from ``first`` that both runs reached: split -> metric -> list."""
+    epochs = sorted({e["epoch"] for e in a.metrics["epochs"]} & {e["epoch"] for e in b.metrics["epochs"]})
+    return {split: {m: [abs(scores(b, split, e)[m] - scores(a, split, e)[m]) for e in epochs if e >= first]
+                    for m, _, _ in METRICS[a.config["dataset"]]} for split in ("test", "dev")}
 
 
 def machine(run) -> str:
@@ -71,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("base", help="a folder of runs holding their pairs (and, without SCALE, the pairs' other seeds)")
     ap.add_argument("scale", nargs="?", help="a folder of runs holding the pairs' configuration at two seeds "
                                              "(default: BASE)")
+    ap.add_argument("--epochs-from", type=int, metavar="E",
+                    help="also compare the runs epoch by epoch: per pair, the median (largest) |difference| at "
+                         "the same epoch over epochs E to the last, on test and dev, beside the seed's")
     args = ap.parse_args(argv)
     args.scale = args.scale or args.base
     try:
@@ -97,21 +114,32 @@ def main(argv: list[str] | None = None) -> int:
         by_key.setdefault(key(run.config, *leave_out), []).append(run)
     for run in scale:
         by_seedless.setdefault(key(run.config, "seed"), []).append(run)
-    deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
+
+    def scale_of(pair):
+        """The SCALE runs of the pair's configuration at its seed and at the next seed up SCALE holds."""
+        seeds = sorted(by_seedless.get(key(pair.config, "seed"), []), key=lambda r: r.config["seed"])
+        return ([r for r in seeds if r.config["seed"] == pair.config["seed"]],
+                [r for r in seeds if r.config["seed"] > pair.config["seed"]])
+
+    found = {}                                   # {run, pair} -> (run, pair): each pair once, not twice
     for run in sorted(new, key=lambda r: describe(r.config)):
-        dataset, name = run.config["dataset"], describe(run.config)
-        if dataset not in METRICS:
-            print(f"{name}: skipped (dataset {dataset!r} has no table metrics; expected one of {', '.join(METRICS)})")
+        name = describe(run.config)
+        if run.config["dataset"] not in METRICS:
+            print(f"{name}: skipped (dataset {run.config['dataset']!r} has no table metrics; "
+                  f"expected one of {', '.join(METRICS)})")
             continue
         pair = [r for r in by_key.get(key(run.config, *leave_out), []) if r.path.resolve() != run.path.resolve()
                 and (args.field == MACHINE or value(r) != value(run))]           # never the run itself
         if not pair:
             print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
             continue
-        pair = pair[0]
-        seeds = sorted(by_seedless.get(key(pair.config, "seed"), []), key=lambda r: r.config["seed"])
-        anchor = [r for r in seeds if r.config["seed"] == pair.config["seed"]]
-        others = [r for r in seeds if r.config["seed"] > pair.config["seed"]]
+        both = frozenset((run.path.resolve(), pair[0].path.resolve()))
+        if both not in found or not all(scale_of(found[both][1])):   # NEW and BASE overlap: the side with a scale
+            found[both] = (run, pair[0])
+    deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
+    for run, pair in found.values():
+        dataset, name = run.config["dataset"], describe(run.config)
+        anchor, others = scale_of(pair)
         a, b = scores(pair), scores(run)
         c0, c = (scores(anchor[0]), scores(others[0])) if anchor and others else ({}, {})
         print(f"{name}: {args.field} {value(pair)} -> {value(run)}"
@@ -130,6 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         la, lb = (r.metrics["epochs"][-1].get("train_loss") for r in (pair, run))
         if la is not None and lb is not None:          # last bits that need not reach the metrics
             print(f"    {'training loss':<22} {la:.7f} -> {lb:.7f}  (relative {abs(lb - la) / max(abs(la), 1e-300):.1e})")
+        if args.epochs_from is not None:                  # the selected epoch aside: the same epoch
+            by_field = same_epoch(pair, run, args.epochs_from)
+            by_seed = same_epoch(anchor[0], others[0], args.epochs_from) if c else None
+            n = len(next(iter(by_field["test"].values())))
+            print(f"    same epoch, {n} epochs from {args.epochs_from}: |difference|, median (largest)")
+            for split in ("test", "dev"):
+                for metric, title, _ in METRICS[dataset]:
+                    cells = [f"{statistics.median(v):.1f} ({max(v):.1f})" if v else "–"
+                             for v in (by_field[split][metric], by_seed[split][metric] if by_seed else [])]
+                    print(f"    {split + ' ' + title:<22} {cells[0]:>16}   seed: {cells[1]:>12}")
     for dataset, metrics in deltas.items():
         first = next(iter(metrics.values()))
         n, scaled = len(first["field"]), len(first["seed"])

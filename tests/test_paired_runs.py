@@ -90,3 +90,30 @@ def test_several_fields_pair_runs_that_differ_in_them_together(capsys):
     assert paired_runs.main(["sampler,machine", str(REFERENCE / "checks" / "bert_single_mixed_25ep_cpu"),
                              str(REFERENCE / "runs")]) == 2
     assert "field 'machine': expected a training configuration field" in capsys.readouterr().err
+
+
+def test_a_folder_paired_with_itself_counts_each_pair_once_from_the_side_with_a_scale(capsys):
+    # checks/qacg_precision_25ep_cpu holds bf16 and fp32 of seed 42 and bf16 of seed 43: the pair is
+    # found from both sides, and only the bf16 -> fp32 side has a scale (bf16 seed 43)
+    folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
+    assert paired_runs.main(["precision", folder, folder]) == 0
+    out = capsys.readouterr().out
+    assert out.count("semeval qacg-bert (no aux) (paper) seed 42: precision") == 1
+    seed_42 = out.split("semeval qacg-bert (no aux) (paper) seed 42: precision ")[1].split("\n")
+    assert seed_42[0] == "bf16 -> fp32; scale: seed 43"
+    assert re.fullmatch(r" +P +88\.9 -> +90\.5 +\( \+1\.6\) +seed: +-0\.4", seed_42[1])
+    assert re.search(r"semeval: \|difference\| in points, median \(largest\) over \d+ pairs\n", out)
+    pairs = int(re.search(r"over (\d+) pairs", out).group(1))
+    assert pairs == out.count(": precision ")         # every pair printed is counted, and only once
+
+
+def test_epochs_from_compares_the_pair_and_the_seeds_at_the_same_epoch(capsys):
+    # docs/results.md's epoch-by-epoch table for the 25-epoch precision check: the same epoch, 10 to 25
+    folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
+    assert paired_runs.main(["precision", folder, folder, "--epochs-from", "10"]) == 0
+    seed_42 = capsys.readouterr().out.split("seed 42: precision bf16 -> fp32")[1]
+    assert "same epoch, 16 epochs from 10: |difference|, median (largest)" in seed_42
+    assert re.search(r"\n +test F1 +0\.1 \(0\.4\) +seed: +1\.5 \(1\.9\)\n", seed_42)
+    assert re.search(r"\n +dev P +0\.4 \(1\.6\) +seed: +2\.6 \(6\.6\)\n", seed_42)
+    assert paired_runs.main(["precision", folder, folder]) == 0           # without it: the selected epoch only
+    assert "same epoch" not in capsys.readouterr().out
