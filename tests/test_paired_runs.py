@@ -117,3 +117,7 @@ def test_epochs_from_compares_the_pair_and_the_seeds_at_the_same_epoch(capsys):
     assert re.search(r"\n +dev P +0\.4 \(1\.6\) +seed: +2\.6 \(6\.6\)\n", seed_42)
     assert paired_runs.main(["precision", folder, folder]) == 0           # without it: the selected epoch only
     assert "same epoch" not in capsys.readouterr().out
+    # the same CPU runs against their GPU twins (compiled, H200): the device against a seed, as quoted
+    assert paired_runs.main(["compile", folder, str(REFERENCE / "runs"), "--epochs-from", "10"]) == 0
+    seed_43 = capsys.readouterr().out.split("seed 43: compile reduce-overhead -> none; scale: seed 44")[1]
+    assert re.search(r"\n +test 4-class +1\.2 \(2\.4\) +seed: +2\.6 \(3\.4\)\n", seed_43)
