@@ -25,7 +25,8 @@ NEW and BASE may be the same folder (runs of both values side by side): each pai
 once, from the side whose pair has a seed scale. With --epochs-from E it also compares each pair,
 and its seed scale, at the same epoch: the median (largest) |difference| over epochs E to the last,
 on test and dev (the selected epoch aside). A NEW run without a pair is listed as such, never
-dropped silently. Numbers, not timings.
+dropped silently, and a run with several pairs under BASE says which it used. Numbers, not
+timings.
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         if not pair:
             print(f"{name}: no pair under {args.base} (the same configuration with another {args.field})")
             continue
+        if len(pair) > 1:                  # e.g. BASE holds a record and a retraining of the same run
+            print(f"{name}: {len(pair)} pairs under {args.base} ({', '.join(str(r.path) for r in pair)}); "
+                  f"using the first")
         both = frozenset((run.path.resolve(), pair[0].path.resolve()))
         if both not in found or not all(scale_of(found[both][1])):   # NEW and BASE overlap: the side with a scale
             found[both] = (run, pair[0])

@@ -121,3 +121,12 @@ def test_epochs_from_compares_the_pair_and_the_seeds_at_the_same_epoch(capsys):
     assert paired_runs.main(["compile", folder, str(REFERENCE / "runs"), "--epochs-from", "10"]) == 0
     seed_43 = capsys.readouterr().out.split("seed 43: compile reduce-overhead -> none; scale: seed 44")[1]
     assert re.search(r"\n +test 4-class +1\.2 \(2\.4\) +seed: +2\.6 \(3\.4\)\n", seed_43)
+
+
+def test_a_run_with_several_pairs_says_which_it_used(capsys):
+    # results/reference holds the committed record (runs/) and a second retraining (…_isa_avx2/) of
+    # each of fp32_other_cpu's cells: two candidates, the first (sorted path) used and named
+    assert paired_runs.main(["machine", str(REFERENCE / "checks" / "fp32_other_cpu"), str(REFERENCE)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "semeval qacg-bert (no aux) (paper) seed 42: 2 pairs under" in x)
+    assert "fp32_other_cpu_isa_avx2" in line and "runs" in line and line.endswith("; using the first")
