@@ -58,18 +58,26 @@ def key(config: dict, *leave_out: str) -> str:
     return json.dumps({k: v for k, v in full(config).items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
 
 
-def scores(run, split: str = "test", epoch: int | None = None) -> dict[str, float]:
-    """The run's ``split`` metrics at ``epoch`` (default: its dev-best epoch), in %, keyed as the tables are."""
-    chosen = run.selected("dev_best") if epoch is None else \
-        next(e for e in run.metrics["epochs"] if e["epoch"] == epoch)
-    return {k: mean for k, (mean, _) in aggregate_metrics(run.config["dataset"], [chosen[split]]).items()}
+def percent(dataset: str, split_metrics: dict) -> dict[str, float]:
+    """One split's metrics of one epoch, in %, keyed as the tables are."""
+    return {k: mean for k, (mean, _) in aggregate_metrics(dataset, [split_metrics]).items()}
+
+
+def scores(run) -> dict[str, float]:
+    """The run's test metrics at its dev-best epoch, in %, keyed as the tables are."""
+    return percent(run.config["dataset"], run.selected("dev_best")["test"])
 
 
 def same_epoch(a, b, first: int) -> dict[str, dict[str, list[float]]]:
     """|b − a| in points at each epoch from ``first`` that both runs reached: split -> metric -> list."""
-    epochs = sorted({e["epoch"] for e in a.metrics["epochs"]} & {e["epoch"] for e in b.metrics["epochs"]})
-    return {split: {m: [abs(scores(b, split, e)[m] - scores(a, split, e)[m]) for e in epochs if e >= first]
-                    for m, _, _ in METRICS[a.config["dataset"]]} for split in ("test", "dev")}
+    dataset = a.config["dataset"]
+    at_a, at_b = ({e["epoch"]: e for e in r.metrics["epochs"] if e["epoch"] >= first} for r in (a, b))
+    both = sorted(at_a.keys() & at_b.keys())
+    out = {}
+    for split in ("test", "dev"):
+        pa, pb = ([percent(dataset, at[e][split]) for e in both] for at in (at_a, at_b))
+        out[split] = {m: [abs(y[m] - x[m]) for x, y in zip(pa, pb)] for m, _, _ in METRICS[dataset]}
+    return out
 
 
 def machine(run) -> str:
