@@ -93,16 +93,21 @@ def test_several_fields_pair_runs_that_differ_in_them_together(capsys):
 
 
 def test_a_folder_paired_with_itself_counts_each_pair_once_from_the_side_with_a_scale(capsys):
-    # checks/qacg_precision_25ep_cpu holds bf16 and fp32 of seed 42 and bf16 of seed 43: the pair is
-    # found from both sides, and only the bf16 -> fp32 side has a scale (bf16 seed 43)
+    # checks/qacg_precision_25ep_cpu holds bf16 and fp32 of seeds 42 and 43: each pair is found from
+    # both sides; seed 42's has a scale on both (seed 43), the first side is used; seed 43's has none
     folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
     assert paired_runs.main(["precision", folder, folder]) == 0
     out = capsys.readouterr().out
     assert out.count("semeval qacg-bert (no aux) (paper) seed 42: precision") == 1
+    assert out.count("semeval qacg-bert (no aux) (paper) seed 43: precision") == 1
     seed_42 = out.split("semeval qacg-bert (no aux) (paper) seed 42: precision ")[1].split("\n")
-    assert seed_42[0] == "bf16 -> fp32; scale: seed 43"
-    assert re.fullmatch(r" +P +88\.9 -> +90\.5 +\( \+1\.6\) +seed: +-0\.4", seed_42[1])
-    assert re.search(r"semeval: \|difference\| in points, median \(largest\) over \d+ pairs\n", out)
+    assert seed_42[0] == "fp32 -> bf16; scale: seed 43"
+    assert re.fullmatch(r" +P +90\.5 -> +88\.9 +\( -1\.6\) +seed: +-1\.8", seed_42[1])
+    seed_43 = out.split("semeval qacg-bert (no aux) (paper) seed 43: precision ")[1].split("\n")
+    assert seed_43[0].startswith("bf16 -> fp32; no scale")
+    assert re.fullmatch(r" +F1 +85\.7 -> +85\.9 +\( \+0\.3\) +seed: +–", seed_43[3])
+    assert re.search(r"semeval: \|difference\| in points, median \(largest\) over 2 pairs "
+                     r"\(the seed: over the 1 with a scale\)\n", out)
     pairs = int(re.search(r"over (\d+) pairs", out).group(1))
     assert pairs == out.count(": precision ")         # every pair printed is counted, and only once
 
@@ -111,10 +116,13 @@ def test_epochs_from_compares_the_pair_and_the_seeds_at_the_same_epoch(capsys):
     # docs/results.md's epoch-by-epoch table for the 25-epoch precision check: the same epoch, 10 to 25
     folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
     assert paired_runs.main(["precision", folder, folder, "--epochs-from", "10"]) == 0
-    seed_42 = capsys.readouterr().out.split("seed 42: precision bf16 -> fp32")[1]
+    out = capsys.readouterr().out
+    seed_42 = out.split("seed 42: precision fp32 -> bf16")[1].split("seed 43: precision")[0]
     assert "same epoch, 16 epochs from 10: |difference|, median (largest)" in seed_42
-    assert re.search(r"\n +test F1 +0\.1 \(0\.4\) +seed: +1\.5 \(1\.9\)\n", seed_42)
-    assert re.search(r"\n +dev P +0\.4 \(1\.6\) +seed: +2\.6 \(6\.6\)\n", seed_42)
+    assert re.search(r"\n +test F1 +0\.1 \(0\.4\) +seed: +0\.9 \(2\.5\)\n", seed_42)
+    assert re.search(r"\n +dev P +0\.4 \(1\.6\) +seed: +0\.7 \(4\.3\)\n", seed_42)
+    seed_43 = out.split("seed 43: precision bf16 -> fp32")[1]     # no seed scale: the pair alone
+    assert re.search(r"\n +test R +0\.7 \(2\.7\) +seed: +–\n", seed_43)
     assert paired_runs.main(["precision", folder, folder]) == 0           # without it: the selected epoch only
     assert "same epoch" not in capsys.readouterr().out
     # the same CPU runs against their GPU twins (compiled, H200): the device against a seed, as quoted
