@@ -138,3 +138,22 @@ def test_a_run_with_several_pairs_says_which_it_used(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "semeval qacg-bert (no aux) (paper) seed 42: 2 pairs under" in x)
     assert "fp32_other_cpu_isa_avx2" in line and "runs" in line and line.endswith("; using the first")
+
+
+def test_the_lstm_score_pairs_quoted_in_the_docs(capsys):
+    # docs/results.md, "The other attention systems": joint minus the paper's score, seed by seed, on
+    # the 25-epoch CPU checks (AT-LSTM on both datasets, ATAE-LSTM on both)
+    folder = str(REFERENCE / "checks" / "lstm_25ep_cpu")
+    assert paired_runs.main(["model_overrides", folder, folder]) == 0
+    out = capsys.readouterr().out
+    at_42 = out.split("semeval at-lstm (no aux) (paper) seed 42: model_overrides ")[1].split("\n")
+    assert at_42[0] == "{'alstm_score': 'joint'} -> {}; scale: seed 43"
+    assert re.fullmatch(r" +F1 +83\.4 -> +10\.8 +\(-72\.6\) +seed: +\+0\.1", at_42[3])
+    atae_43 = out.split("semeval atae-lstm (no aux) (paper) seed 43: model_overrides ")[1].split("\n")
+    assert re.fullmatch(r" +P +85\.8 -> +91\.4 +\( \+5\.7\) +seed: +-1\.7", atae_43[1])
+    assert re.fullmatch(r" +R +83\.4 -> +81\.2 +\( -2\.2\) +seed: +\+0\.1", atae_43[2])
+    for dataset in ("semeval", "sentihood"):
+        summary = f"{dataset}: |difference| in points, median (largest) over 6 pairs"
+        assert f"{summary} (the seed: over the 4 with a scale)" in out
+    sentihood_at = out.split("sentihood at-lstm (no aux) (paper) seed 43: model_overrides ")[1].split("\n")
+    assert re.fullmatch(r" +Strict Acc +67\.2 -> +47\.9 +\(-19\.3\) +seed: +\+0\.3", sentihood_at[1])
