@@ -106,7 +106,8 @@ def mask_locations(text: str, locations: list[str]) -> tuple[str, dict[str, str]
                                                  for k in sorted(keys, key=len, reverse=True)) + r")(?!\w)",
                          re.IGNORECASE)
     present = {_name_key(m.group(1)) for m in pattern.finditer(text)}
-    masks = dict(zip([k for k in keys if k in present], D.TARGETS))       # name key -> LOCATIONn
+    # name key -> LOCATIONn, in the order given (at most two names, checked above)
+    masks = dict(zip([k for k in keys if k in present], D.TARGETS, strict=False))
     masked = pattern.sub(lambda m: masks[_name_key(m.group(1))], text)
     return masked, {mask: given[k] for k, mask in masks.items()}
 
@@ -178,7 +179,7 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
             raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
         if targets:
             raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
-        texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts)))
+        texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts), strict=True))
     for i, text in enumerate(texts):
         if locations and not named[i]:
             raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs "
@@ -203,13 +204,14 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     probs = class_probabilities(config.dataset, config.aux,            # (N examples, C labels)
                                 predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
     labels = D.LABELS[config.dataset]
-    out = [{"text": text.strip(), "truncated": cut, "predictions": []} for text, cut in zip(texts, truncated)]
-    for ex, i, p in zip(examples, owner, probs):
+    out = [{"text": text.strip(), "truncated": cut, "predictions": []}
+           for text, cut in zip(texts, truncated, strict=True)]
+    for ex, i, p in zip(examples, owner, probs, strict=True):
         row = {"target": ex.target} if ex.target else {}
         if named[i]:
             row["location"] = named[i][ex.target]
         row.update(aspect=ex.aspect, label=labels[int(p.argmax())],
-                   probabilities={lab: float(v) for lab, v in zip(labels, p)})
+                   probabilities={lab: float(v) for lab, v in zip(labels, p, strict=True)})
         out[i]["predictions"].append(row)
     return out
 
@@ -240,7 +242,7 @@ def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["line", *keys, "aspect", "label", *(f"p_{lab.lower()}" for lab in labels),
                      "truncated", "text"])
-    for line, result in zip(lines, results):
+    for line, result in zip(lines, results, strict=True):
         for row in result["predictions"]:
             writer.writerow([line, *(row[k] for k in keys), row["aspect"], row["label"],
                              *(repr(row["probabilities"][lab]) for lab in labels), int(result["truncated"]),

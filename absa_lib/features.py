@@ -61,12 +61,12 @@ def encode(inputs: list[TextInput], tokenizer: PreTrainedTokenizerBase, max_leng
     enc = tokenizer(text_a, text_b, add_special_tokens=True, truncation="longest_first",
                     max_length=max_length, return_token_type_ids=True)
     out = [Encoded(ids, types, inp.context_id, inp.label)
-           for inp, ids, types in zip(inputs, enc["input_ids"], enc["token_type_ids"])]
+           for inp, ids, types in zip(inputs, enc["input_ids"], enc["token_type_ids"], strict=True)]
     full = [i for i, e in enumerate(out) if len(e.input_ids) == max_length]   # only these can be cut
     if full:
         lengths = tokenizer([text_a[i] for i in full], [text_b[i] for i in full] if text_b else None,
                             add_special_tokens=True, truncation=False)["input_ids"]
-        for i, ids in zip(full, lengths):
+        for i, ids in zip(full, lengths, strict=True):
             out[i].truncated = len(ids) > max_length
     return out
 

@@ -111,7 +111,7 @@ def merge_histograms(a: dict | None, b: dict) -> dict:
         return dict(b)
     if a["edges"] != b["edges"]:
         raise ValueError("cannot merge histograms with different bins")
-    return {"edges": a["edges"], "counts": [x + y for x, y in zip(a["counts"], b["counts"])],
+    return {"edges": a["edges"], "counts": [x + y for x, y in zip(a["counts"], b["counts"], strict=True)],
             "below": a["below"] + b["below"], "above": a["above"] + b["above"], "n": a["n"] + b["n"],
             "min": min(a["min"], b["min"]), "max": max(a["max"], b["max"]), "sum": a["sum"] + b["sum"],
             "negative": a["negative"] + b["negative"]}
@@ -124,7 +124,8 @@ def histogram_summary(hists: dict) -> pd.DataFrame:
         if h is None:
             continue
         edges, counts = h["edges"], h["counts"]
-        mid = sum(c for lo, hi, c in zip(edges[:-1], edges[1:], counts) if lo >= 0.25 - 1e-9 and hi <= 0.5 + 1e-9)
+        mid = sum(c for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+                  if lo >= 0.25 - 1e-9 and hi <= 0.5 + 1e-9)
         rows.append({"component": key, "entries": h["n"], "mean": h["sum"] / h["n"] if h["n"] else float("nan"),
                      "min": h["min"], "max": h["max"], "share negative": h["negative"] / h["n"] if h["n"] else 0.0,
                      "share in [0.25, 0.5)": mid / h["n"] if h["n"] else 0.0})
@@ -285,4 +286,4 @@ def curves_from_runs(runs: list, labels: list[str] | None = None) -> list[dict]:
     several = len({budget_key(run.config) for run in runs}) > 1
     return [training_curve(run.metrics, run.config["dataset"],
                            label + (f" ({budget_label(run.config)})" if several else ""), seed=run.config.get("seed"))
-            for run, label in zip(runs, labels)]
+            for run, label in zip(runs, labels, strict=True)]

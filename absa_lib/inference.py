@@ -33,7 +33,7 @@ def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: i
     for idx, batch in batches(encoded, by_length(encoded, batch_size), pad_id):
         with autocast(device, precision):
             logits = model(**to_device(batch, device, labels=False)).logits
-        for i, row in zip(idx, torch.softmax(logits.float(), dim=-1).cpu().numpy()):
+        for i, row in zip(idx, torch.softmax(logits.float(), dim=-1).cpu().numpy(), strict=True):
             out[i] = row
     return np.stack(out)
 

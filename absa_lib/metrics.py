@@ -143,7 +143,7 @@ def _group_detection(gold: np.ndarray, pred: np.ndarray, size: int, none: int) -
     # Macro P/R over groups with at least one gold aspect; summed in order, as the reference does.
     p_all = r_all = 0.0
     count = 0
-    for pred_set, gold_set in zip(p != none, g != none):
+    for pred_set, gold_set in zip(p != none, g != none, strict=True):
         n_gold = int(gold_set.sum())
         if n_gold == 0:
             continue

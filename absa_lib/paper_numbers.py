@@ -41,7 +41,8 @@ class PaperRow:
 
 
 def _row(name: str, keys: tuple, numbers: tuple, model=None, aux=None, note="", sampler="uniform") -> PaperRow:
-    values = {k: v if v is None or isinstance(v, tuple) else (v, None) for k, v in zip(keys, numbers)}
+    values = {k: v if v is None or isinstance(v, tuple) else (v, None)
+              for k, v in zip(keys, numbers, strict=True)}
     return PaperRow(name, {k: v for k, v in values.items() if v is not None}, model, aux, note, sampler)
 
 

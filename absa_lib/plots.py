@@ -77,7 +77,7 @@ def label_distribution(counts: pd.DataFrame) -> Figure:
     """
     datasets = list(dict.fromkeys(counts["dataset"]))
     fig, axes = _new((5.2 * len(datasets), 3.4), 1, len(datasets))
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes[0], datasets, strict=True):
         sub = counts[counts["dataset"] == dataset]
         table = sub.pivot_table(index="label", columns="split", values="count", aggfunc="sum", sort=False)
         table = table[[s for s in ("train", "dev", "test") if s in table.columns]]
@@ -87,7 +87,7 @@ def label_distribution(counts: pd.DataFrame) -> Figure:
         for i, split in enumerate(share.columns):
             bars = ax.bar(x + (i - (len(share.columns) - 1) / 2) * width, share[split], width,
                           label=f"{split} (n={int(table[split].sum()):,})")
-            for b, n in zip(bars, table[split]):
+            for b, n in zip(bars, table[split], strict=True):
                 ax.annotate(f"{int(n):,}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center",
                             va="bottom", fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
         ax.set_xticks(x, share.index, rotation=20)
@@ -117,7 +117,7 @@ def relevance_heatmap(panels: list[dict]) -> Figure:
     fig, axes = _new((max(6.0, 0.34 * longest) + 2.5, sum(heights) + 0.9 * len(panels)), len(panels), 1,
                      gridspec_kw={"height_ratios": heights})
     image = None
-    for ax, panel in zip(axes[:, 0], panels):
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
         labels = list(panel["rows"])
         values = np.array([panel["rows"][k] for k in labels], dtype=float)     # (contexts, T)
         image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
@@ -137,7 +137,7 @@ def histograms(hists: dict, n_examples: int | None = None) -> Figure:
     """Figure 4: four histograms from :func:`absa_lib.figure_data.histogram_counts` dicts keyed as in
     ``FIG4_PANELS``."""
     fig, axes = _new((12.0, 2.8), 1, 4)
-    for ax, (key, title, log_y) in zip(axes[0], FIG4_PANELS):
+    for ax, (key, title, log_y) in zip(axes[0], FIG4_PANELS, strict=True):
         h = hists.get(key)
         if h is None:
             ax.set_axis_off()
@@ -185,7 +185,8 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5,
                 color="white" if abs(v) > 0.6 else "black")
     ax.set_xticks(range(len(tokens)), tokens, rotation=70, fontsize=7)
-    ax.set_yticks(range(len(labels)), [f"{k}\nmax |·| {m:.3g}" for k, m in zip(labels, scales)], fontsize=8)
+    ax.set_yticks(range(len(labels)), [f"{k}\nmax |·| {m:.3g}" for k, m in zip(labels, scales, strict=True)],
+                  fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="normalised by the row's max |·|")
     return fig
@@ -223,7 +224,7 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlim(0.5, last_epoch + 0.5)
         ax.set(xlabel="epoch", ylabel="train loss", title="mean train loss per epoch")
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes[0][:len(datasets)], datasets, strict=True):   # the loss panel aside
         mine = [c for c in curves if c["dataset"] == dataset]
         labels = list(dict.fromkeys(c["label"] for c in mine))
         for label in labels:                      # one legend entry per system, naming its seeds
@@ -258,7 +259,8 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
     """
     budgets = df["budget"].tolist() if "budget" in df else [""] * len(df)
     several = len({b for b in budgets if b}) > 1           # then each bar names its budget
-    labels = [f"{v} [{s}]" + (f" ({b})" if several and b else "") for v, s, b in zip(df["variant"], df["selection"], budgets)]
+    labels = [f"{v} [{s}]" + (f" ({b})" if several and b else "")
+              for v, s, b in zip(df["variant"], df["selection"], budgets, strict=True)]
     means = df[metric].to_numpy(dtype=float)
     sds = np.nan_to_num(df[f"{metric}_sd"].to_numpy(dtype=float))
     seeds = df["n_seeds"].tolist() if "n_seeds" in df else [None] * len(df)
@@ -278,7 +280,7 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
         ax.set_xlim(lo, min(100.0, float(max(finite) + sds.max(initial=0) + 12)))
         ax.set_ylim(-0.7, len(labels) - 0.1 + (0.8 if floor is not None else 0))
     left = ax.get_xlim()[0]
-    for yi, m, sd, n in zip(y, means, sds, seeds):       # the value after the error bar, with the seed count
+    for yi, m, sd, n in zip(y, means, sds, seeds, strict=True):   # the value after the bar, the seed count
         if math.isnan(m):                                 # no bar: say why, inside the axes
             ax.text(left, yi, "  not run" if n == 0 else "  n/a", va="center", fontsize=7, color="0.3")
         else:

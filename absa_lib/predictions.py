@@ -69,7 +69,7 @@ def _key(example) -> tuple[str, ...]:
 
 
 def _show(dataset: str, key: tuple[str, ...]) -> str:
-    return ", ".join(f"{c}={v}" for c, v in zip(key_columns(dataset), key))
+    return ", ".join(f"{c}={v}" for c, v in zip(key_columns(dataset), key, strict=True))
 
 
 def write_predictions(path: str | Path, examples, probs) -> None:
@@ -93,7 +93,7 @@ def write_predictions(path: str | Path, examples, probs) -> None:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns(dataset))
-    for example, row in zip(examples, probs.tolist()):
+    for example, row in zip(examples, probs.tolist(), strict=True):
         writer.writerow([*_key(example), example.label, *map(repr, row)])
     atomic_write_bytes(Path(path), buf.getvalue().encode("utf-8"))
 

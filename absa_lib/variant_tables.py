@@ -83,7 +83,7 @@ def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dic
     every table metric, then one row per trivial predictor (``trivial``:
     :func:`absa_lib.tables.trivial_baselines` of ``dataset``)."""
     records = []
-    for v, groups in zip(variants, budget_groups([v.runs for v in variants])):
+    for v, groups in zip(variants, budget_groups([v.runs for v in variants]), strict=True):
         for budget, runs in groups:
             agg = aggregate_metrics(dataset, [r.selected(v.protocol)["test"] for r in runs])
             rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
@@ -106,7 +106,7 @@ def _budget_columns(runs: list) -> dict:
 
 def _budget_footnotes(df: pd.DataFrame) -> list[str]:
     """One line per budget in the table: its short name and the full budget."""
-    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"]))
+    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True))
     return [f"\n_{short}: {full}._" for short, full in pairs if short]
 
 
@@ -131,7 +131,8 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     ``<m>_test_best_sd``; then one row per trivial predictor (``trivial``:
     :func:`absa_lib.tables.trivial_baselines` of ``dataset``), the same under both selections."""
     records = []
-    for spec, groups in zip(specs, budget_groups([grid.get((dataset, spec.label), []) for spec in specs])):
+    groups_of = budget_groups([grid.get((dataset, spec.label), []) for spec in specs])
+    for spec, groups in zip(specs, groups_of, strict=True):
         for budget, runs in groups:
             rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
                    "change": spec.change, "n_seeds": len(runs),

@@ -76,7 +76,8 @@ def same_epoch(a, b, first: int) -> dict[str, dict[str, list[float]]]:
     out = {}
     for split in ("test", "dev"):
         pa, pb = ([percent(dataset, at[e][split]) for e in both] for at in (at_a, at_b))
-        out[split] = {m: [abs(y[m] - x[m]) for x, y in zip(pa, pb)] for m, _, _ in METRICS[dataset]}
+        out[split] = {m: [abs(y[m] - x[m]) for x, y in zip(pa, pb, strict=True)]
+                      for m, _, _ in METRICS[dataset]}
     return out
 
 

@@ -33,7 +33,7 @@ def test_extract_components_shapes_and_mode(tiny_dir):
         "a_self": (2, 4, T, T), "a_quasi": (2, 4, T, T), "lambda_q": (2, 4, T, 1), "lambda_k": (2, 4, T, 1),
         "lambda_a": (2, 4, T, 1), "a_hat": (2, 4, T, T)}
     again = extract_components(model, batch)        # eval mode: deterministic despite dropout
-    assert all(torch.equal(a[k], b[k]) for a, b in zip(layers, again) for k in a)
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(layers, again, strict=True) for k in a)
     cg = extract_components(_model("cg-bert", tiny_dir), batch)
     assert set(cg[1]) == {"lambda_q", "lambda_k", "attention"}
     with pytest.raises(AbsaError, match="cg-bert and qacg-bert only"):

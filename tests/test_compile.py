@@ -200,7 +200,7 @@ def test_the_compiled_parts_share_one_set_of_graphs_among_all_classifiers(monkey
                 loss.backward()
                 grads.append((loss.detach(), [p.grad for p in model.models[c].parameters()]))
             torch.testing.assert_close(grads[0][0], grads[1][0])
-            for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1]):
+            for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1], strict=True):
                 torch.testing.assert_close(compiled_grad, eager_grad, atol=1e-6, rtol=1e-5)
     assert counters["stats"]["unique_graphs"] == 3            # batch size, then length, made dynamic
     assert counters["frames"]["total"] == counters["frames"]["ok"] == 3
@@ -246,7 +246,7 @@ def test_on_mixed_batches_the_compiled_step_has_one_set_of_graphs_and_the_eager_
                 compiled_seen = dict(seen)
             grads.append((loss.detach(), [p.grad for p in model.parameters()]))
         torch.testing.assert_close(grads[0][0], grads[1][0])
-        for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1]):
+        for compiled_grad, eager_grad in zip(grads[0][1], grads[1][1], strict=True):
             if eager_grad is None:
                 assert compiled_grad is None
             else:

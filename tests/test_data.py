@@ -306,7 +306,8 @@ def test_sentihood_equals_published_nli_m(real_data_dir, split):
     assert published == [(*e.key, e.label) for e in exs]                 # same rows, labels and order
     assert [r[2] for r in rows] == [i.text_b for i in inputs]             # NLI-M auxiliary sentence, exactly
     # what BERT sees: basic-tokenizer words of text_a equal those of sentence1 (quotes included)
-    mismatches = [(r[1], i.text_a) for r, i in zip(rows, inputs) if _words(r[1]) != _words(i.text_a)]
+    mismatches = [(r[1], i.text_a) for r, i in zip(rows, inputs, strict=True)
+                  if _words(r[1]) != _words(i.text_a)]
     assert len(mismatches) == 0, mismatches[:3]
 
 
@@ -328,7 +329,7 @@ def test_semeval_equals_published_nli_m(real_data_dir, split):
                                             for e in exs]
     assert [r[2] for r in rows] == [i.text_b for i in inputs]
     assert [r[3].strip() for r in rows] == [i.text_a for i in inputs]    # the raw XML text, stripped
-    assert sum(_words(r[3]) != _words(i.text_a) for r, i in zip(rows, inputs)) == 0
+    assert sum(_words(r[3]) != _words(i.text_a) for r, i in zip(rows, inputs, strict=True)) == 0
 
 
 def test_b_variants_on_real_data(real_data_dir):

@@ -25,8 +25,8 @@ from absa_lib.checkpoint import CHECKSUMS
 from absa_lib.cli import main
 from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError, RunBusy
-from absa_lib.paths import repo_root
 from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
+from absa_lib.paths import repo_root
 from absa_lib.runs import find_runs
 from absa_lib.training import train
 

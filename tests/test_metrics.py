@@ -14,8 +14,14 @@ import numpy as np
 import pytest
 
 from absa_lib.errors import AbsaError
-from absa_lib.metrics import (METRIC_KEYS, SELECTION_METRIC, aggregate_seeds, compute_metrics,
-                              semeval_metrics, sentihood_metrics)
+from absa_lib.metrics import (
+    METRIC_KEYS,
+    SELECTION_METRIC,
+    aggregate_seeds,
+    compute_metrics,
+    semeval_metrics,
+    sentihood_metrics,
+)
 
 N, P, NG = 0, 1, 2
 POS, NEU, NEG, CONF, NONE = 0, 1, 2, 3, 4

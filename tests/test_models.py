@@ -23,8 +23,6 @@ from absa_lib.models import (
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention
 
 
-
-
 def _batch(tokenizer, context_ids=(1, 6)):
     enc = tokenizer(["location - 1 is quiet and cheap", "the area is not safe at night"],
                     ["location - 1 - price", "location - 2 - safety"], padding=True, return_tensors="pt")

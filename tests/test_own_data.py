@@ -26,7 +26,7 @@ def clean_registry():
     saved = [dict(t) for t in tables]
     D.OWN.clear()
     yield
-    for table, before in zip(tables, saved):
+    for table, before in zip(tables, saved, strict=True):
         table.clear()
         table.update(before)
 

@@ -25,7 +25,7 @@ def test_save_figure_gives_identical_bytes_without_metadata(tmp_path):
     b = plots.save_figure(fig, tmp_path / "b", "fig")
     plt.close(fig)
     assert [p.name for p in a] == ["fig.png", "fig.pdf"]
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert x.read_bytes() == y.read_bytes()
     pdf = a[1].read_bytes()
     assert b"CreationDate" not in pdf and b"Producer" not in pdf and b"matplotlib" not in pdf.lower()

@@ -29,13 +29,14 @@ SE_PROBS = [[.05, .05, .05, .05, .8], [.1, .1, .1, .1, .6], [.6, .1, .1, .1, .1]
 def sentihood_examples() -> list[Example]:
     return [Example("sentihood", "test", "3", TEXT, target, aspect, label,
                     context_id("sentihood", target, aspect))
-            for target, *labels in SH_LABELS for aspect, label in zip(ASPECTS["sentihood"], labels)]
+            for target, *labels in SH_LABELS
+            for aspect, label in zip(ASPECTS["sentihood"], labels, strict=True)]
 
 
 def semeval_examples() -> list[Example]:
     return [Example("semeval", "test", sid, "Good food.", None, aspect, label,
                     context_id("semeval", None, aspect))
-            for sid, *labels in SE_LABELS for aspect, label in zip(ASPECTS["semeval"], labels)]
+            for sid, *labels in SE_LABELS for aspect, label in zip(ASPECTS["semeval"], labels, strict=True)]
 
 
 CASES = {"sentihood": (sentihood_examples, SH_PROBS), "semeval": (semeval_examples, SE_PROBS)}

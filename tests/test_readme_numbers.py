@@ -65,7 +65,7 @@ def _check(header: list[str], row: list[str], csv_rows: list[dict], columns: dic
     ref, wrong = matches[0], []
     if ref["source"] == "ours" and seeds != ref["n_seeds"]:
         wrong.append(f"{model}: seeds {seeds} in the README, {ref['n_seeds']} rendered")
-    for name, cell in zip(header[3:], cells):
+    for name, cell in zip(header[3:], cells, strict=True):
         m = CELL.match(cell)
         if m is None:
             wrong.append(f"{model} / {name}: cannot read {cell!r}")

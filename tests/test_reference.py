@@ -57,7 +57,7 @@ def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
     cells = profile_cells(params)
     paths = [run_path(c.config, REFERENCE / "runs") for c in cells]
     missing = [f"{c.part} {c.config.dataset} {c.label} seed {c.config.seed} ({path.name})"
-               for c, path in zip(cells, paths) if not (path / "metrics.json").is_file()]
+               for c, path in zip(cells, paths, strict=True) if not (path / "metrics.json").is_file()]
     assert not missing, f"{len(missing)} of {len(cells)} cells lack a record: {missing[:3]}"
 
 
@@ -132,7 +132,7 @@ def test_the_other_cpu_checks_retrain_committed_fp32_cells(check):
         assert run.config["precision"] == "fp32" and run.env["torch_threads"] == 1
         if check == "fp32_other_cpu" and run.run_id in REPRODUCED_ON_ANOTHER_CPU:
             assert len(run.metrics["epochs"]) == len(twin.metrics["epochs"])
-            for ours, theirs in zip(run.metrics["epochs"], twin.metrics["epochs"]):
+            for ours, theirs in zip(run.metrics["epochs"], twin.metrics["epochs"], strict=True):
                 a, b = numbers({"dev": ours["dev"], "test": ours["test"]}), numbers({"dev": theirs["dev"], "test": theirs["test"]})
                 assert a.keys() == b.keys()
                 worst = max(abs(a[k] - b[k]) for k in a)

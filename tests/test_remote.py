@@ -354,7 +354,7 @@ def test_a_dry_run_off_the_node_says_when_its_minilm_is_not_the_carried_copy(tmp
 
     for fingerprint, noted in (("0123456789abcdef", True), ("587e9ebe000b7363", False)):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(C, "backbone_fingerprint", lambda backbone: fingerprint)
+            mp.setattr(C, "backbone_fingerprint", lambda backbone, fp=fingerprint: fp)
             assert main(argv) == 0
         out = capsys.readouterr().out
         assert ("fingerprint 0123456789abcdef) is not the carried copy of the reference's GPU runs "

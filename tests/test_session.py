@@ -137,9 +137,11 @@ def tiny():
 
 
 EXAMPLES = [ex("1", "LOCATION1 is nice , but it 's not cheap", "LOCATION1", a, lab)
-            for a, lab in zip(data.ASPECTS["sentihood"], ("Positive", "Negative", "None", "None"))]
+            for a, lab in zip(data.ASPECTS["sentihood"], ("Positive", "Negative", "None", "None"),
+                              strict=True)]
 EXAMPLES += [ex("2", "LOCATION1 posh ; LOCATION2 cheap and shabby", t, a, lab)
-             for t in ("LOCATION1", "LOCATION2") for a, lab in zip(data.ASPECTS["sentihood"], ("None", "Negative", "None", "None"))]
+             for t in ("LOCATION1", "LOCATION2")
+             for a, lab in zip(data.ASPECTS["sentihood"], ("None", "Negative", "None", "None"), strict=True)]
 
 
 def test_histograms_count_every_unpadded_entry_of_non_none_examples(tiny):
@@ -169,7 +171,7 @@ def test_per_layer_summary_says_whether_the_quasi_attention_depends_on_the_key(t
     model, tok = tiny
     flat, spread = copy.deepcopy(model), copy.deepcopy(model)
     torch.manual_seed(1)
-    for a, b in zip(flat.modules(), spread.modules()):
+    for a, b in zip(flat.modules(), spread.modules(), strict=True):
         if hasattr(a, "context_for_q"):
             for lin_a, lin_b in ((a.context_for_q, b.context_for_q), (a.context_for_k, b.context_for_k)):
                 torch.nn.init.zeros_(lin_a.weight), torch.nn.init.zeros_(lin_a.bias)
@@ -189,7 +191,7 @@ def test_relevance_rows_cover_the_sentence_and_peak_at_one(tiny):
               {"title": "price", "sentence_id": "2", "contexts": [("LOCATION1", "price"), ("LOCATION2", "price")]}]
     plain = figure_data.relevance_data(model, tok, EXAMPLES, panels, aux="none")
     paired = figure_data.relevance_data(model, tok, EXAMPLES, panels, aux="NLI-M")
-    for a, b in zip(plain, paired):
+    for a, b in zip(plain, paired, strict=True):
         assert a["tokens"] == b["tokens"] and a["tokens"][0] == "[CLS]" and a["tokens"][-1] == "[SEP]"
         for row in list(a["rows"].values()) + list(b["rows"].values()):
             assert len(row) == len(a["tokens"]) and max(row) == pytest.approx(1.0) and min(row) >= 0

@@ -74,7 +74,7 @@ def test_paper_numbers_are_exactly_the_published_ones():
 def test_sentihood_table_has_every_row_and_the_right_mean_and_sd():
     runs = []
     for model, aux in SPEC.values():
-        for seed, v in zip((1, 2, 3), (0.70, 0.74, 0.81)):
+        for seed, v in zip((1, 2, 3), (0.70, 0.74, 0.81), strict=True):
             runs.append(fake_run("sentihood", model, aux, seed, 0.5, v))
     # runs outside the main grid must not leak into the table
     runs.append(fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.1, preset="official"))
@@ -193,7 +193,7 @@ def test_a_budget_a_variant_was_not_run_at_is_a_row_of_0_seeds_not_left_out():
     Variant = variant_tables.Variant
     df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", short + long),
                                                      Variant("λ_A = 0", "quasi off", off), Variant("empty", "-", [])])
-    assert list(zip(df.variant, df.budget, df.n_seeds)) == [
+    assert list(zip(df.variant, df.budget, df.n_seeds, strict=True)) == [
         ("QACG-BERT", "minilm, 3 epochs", 2), ("QACG-BERT", "minilm, 25 epochs", 1),
         ("λ_A = 0", "minilm, 3 epochs", 1), ("λ_A = 0", "minilm, 25 epochs", 0),
         ("empty", "minilm, 3 epochs", 0), ("empty", "minilm, 25 epochs", 0)]
@@ -203,7 +203,7 @@ def test_a_budget_a_variant_was_not_run_at_is_a_row_of_0_seeds_not_left_out():
     specs = [grid.Spec("QACG-BERT", "qacg-bert", "NLI-M"), grid.Spec("CG-BERT", "cg-bert", "none")]
     cmp = variant_tables.comparison_table("sentihood", {("sentihood", "QACG-BERT"): short + long,
                                                         ("sentihood", "CG-BERT"): off}, specs)
-    assert list(zip(cmp.label, cmp.budget, cmp.n_seeds)) == [
+    assert list(zip(cmp.label, cmp.budget, cmp.n_seeds, strict=True)) == [
         ("QACG-BERT", "minilm, 3 epochs", 2), ("QACG-BERT", "minilm, 25 epochs", 1),
         ("CG-BERT", "minilm, 3 epochs", 1), ("CG-BERT", "minilm, 25 epochs", 0)]
     assert "| CG-BERT | sentence + context id | single | minilm, 25 epochs | 0 | – |" in \

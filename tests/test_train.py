@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -51,7 +52,7 @@ def test_run_writes_every_record(first_run):
     assert cfg["run_id"] == p.name and cfg["n_train_examples"] == 48 and cfg["n_dev_examples"] == 40
     env = json.loads((p / "env.json").read_text())
     assert env["device"] == "cpu" and env["torch"]
-    from absa_lib.device import cpu_has_native_bf16   # what "auto" meant here, and which CPU it was
+    from absa_lib.device import cpu_has_native_bf16  # what "auto" meant here, and which CPU it was
     assert env["cpu_native_bf16"] is cpu_has_native_bf16() and env["cpu_model"] == runs.cpu_model()
 
 
@@ -165,7 +166,7 @@ def test_lr_schedule_warms_up_then_decays_to_zero():
     f = [optim.lr_factor(s, 100, 0.1) for s in range(100)]
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
     assert f[10] == pytest.approx(1.0) and f[55] == pytest.approx(0.5) and f[-1] == pytest.approx(1 / 90)
-    assert all(a >= b for a, b in zip(f[9:], f[10:]))
+    assert all(a >= b for a, b in itertools.pairwise(f[9:]))
 
 
 def test_balanced_sampler_equalises_classes():
@@ -188,7 +189,8 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
         assert all(len(c) == 1 for c in contexts)
         first = [c.pop() for c in contexts]
         for c in range(5):                       # 20 or 21 inputs per context: batches of 8, 8 and the rest
-            assert sorted(len(b) for b, k in zip(epoch, first) if k == c) in ([4, 8, 8], [5, 8, 8])
+            sizes = sorted(len(b) for b, k in zip(epoch, first, strict=True) if k == c)
+            assert sizes in ([4, 8, 8], [5, 8, 8])
         assert first != sorted(first)            # the contexts' batches are shuffled together
         assert epoch == training.epoch_batches(config, enc, epoch=1)   # seeded: a resumed run draws the same
         assert epoch != training.epoch_batches(config, enc, epoch=2)
@@ -275,7 +277,7 @@ def test_predict_a_file_of_sentences_as_csv(first_run, tmp_path, capsys):
         alone = predict_text(first_run.path, text)["predictions"]
         mine = [r for r in rows if r["line"] == str(line)]
         assert [r["label"] for r in mine] == [a["label"] for a in alone]
-        for r, a in zip(mine, alone):
+        for r, a in zip(mine, alone, strict=True):
             assert r["text"] == text.strip() and r["truncated"] == "0"
             for lab, v in a["probabilities"].items():
                 assert float(r[f"p_{lab.lower()}"]) == pytest.approx(v, abs=1e-6)

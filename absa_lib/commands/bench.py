@@ -129,7 +129,7 @@ def _infer(model, batch, device, precision) -> float:
 
 def _summarise(reps: list[list[tuple[float, float]]], n_ex: int, n_tok: int) -> dict:
     """reps[repeat][batch] = (wall, cpu) seconds -> throughput from the fastest repeat of each batch."""
-    fastest = [min(per_batch) for per_batch in zip(*reps)]
+    fastest = [min(per_batch) for per_batch in zip(*reps, strict=True)]
     sec, cpu = sum(f[0] for f in fastest), sum(f[1] for f in fastest)
     rounds = [sum(wall for wall, _ in rep) for rep in reps]
     return {"examples_per_s": n_ex / sec, "tokens_per_s": n_tok / sec, "seconds": sec, "cpu_seconds": cpu,

@@ -132,7 +132,7 @@ def updated_weights(weights: list[float], losses: list[float], alpha: float = DW
     total = sum(losses)
     if total <= 0:
         return list(weights)
-    return [(1 - alpha) * w + alpha * loss / total for w, loss in zip(weights, losses)]
+    return [(1 - alpha) * w + alpha * loss / total for w, loss in zip(weights, losses, strict=True)]
 
 
 def build_kwargs(config) -> dict:
@@ -157,4 +157,5 @@ def end_of_epoch(model: torch.nn.Module, config, dev_examples: list, dev_probs: 
     if config.objective == "joint-dwa":
         new = updated_weights(used, losses)
         model.task_weights.copy_(torch.tensor(new, dtype=model.task_weights.dtype))
-    return {"task_weights": dict(zip(TASKS, used)), "dev_task_losses": dict(zip(TASKS, losses))}
+    return {"task_weights": dict(zip(TASKS, used, strict=True)),
+            "dev_task_losses": dict(zip(TASKS, losses, strict=True))}
