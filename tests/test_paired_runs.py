@@ -157,3 +157,18 @@ def test_the_lstm_score_pairs_quoted_in_the_docs(capsys):
         assert f"{summary} (the seed: over the 4 with a scale)" in out
     sentihood_at = out.split("sentihood at-lstm (no aux) (paper) seed 43: model_overrides ")[1].split("\n")
     assert re.fullmatch(r" +Strict Acc +67\.2 -> +47\.9 +\(-19\.3\) +seed: +\+0\.3", sentihood_at[1])
+
+
+def test_the_joint_objective_pair_quoted_in_the_docs(capsys):
+    # docs/results.md, "The other attention systems": QACG-BERT's joint objective against its single
+    # head, seed 42, 25 epochs on one CPU; MAN-BERT in the same folder has no single-head twin
+    folder = str(REFERENCE / "checks" / "other_bert_25ep_cpu")
+    assert paired_runs.main(["objective", folder, str(REFERENCE / "checks" / "qacg_precision_25ep_cpu"),
+                             "--epochs-from", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "semeval man-bert (no aux) (paper) seed 42: no pair under" in out
+    joint = out.split("semeval qacg-bert (no aux) joint (paper) seed 42: objective ")[1].split("\n")
+    assert joint[0] == "single -> joint; scale: seed 43"
+    assert re.fullmatch(r" +F1 +87\.0 -> +86\.5 +\( -0\.5\) +seed: +-1\.3", joint[3])
+    assert re.fullmatch(r" +4-class +79\.3 -> +80\.7 +\( \+1\.4\) +seed: +-0\.6", joint[6])
+    assert re.fullmatch(r" +test 3-class +2\.0 \(2\.5\) +seed: +1\.5 \(2\.6\)", joint[13])
