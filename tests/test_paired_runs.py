@@ -172,3 +172,21 @@ def test_the_joint_objective_pair_quoted_in_the_docs(capsys):
     assert re.fullmatch(r" +F1 +87\.0 -> +86\.5 +\( -0\.5\) +seed: +-1\.3", joint[3])
     assert re.fullmatch(r" +4-class +79\.3 -> +80\.7 +\( \+1\.4\) +seed: +-0\.6", joint[6])
     assert re.fullmatch(r" +test 3-class +2\.0 \(2\.5\) +seed: +1\.5 \(2\.6\)", joint[13])
+    dwa = out.split("semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")[1].split("\n")
+    assert dwa[0] == "single -> joint-dwa; scale: seed 43"
+    assert re.fullmatch(r" +F1 +87\.0 -> +86\.1 +\( -0\.9\) +seed: +-1\.3", dwa[3])
+    assert re.fullmatch(r" +4-class +79\.3 -> +81\.1 +\( \+1\.8\) +seed: +-0\.6", dwa[6])
+
+
+def test_the_dynamic_weights_pair_quoted_in_the_docs(capsys):
+    # docs/results.md: joint-dwa against joint, both in the same folder, seed 42; neither has a seed
+    # above it there, so the pair has no scale and says so
+    folder = str(REFERENCE / "checks" / "other_bert_25ep_cpu")
+    assert paired_runs.main(["objective", folder, folder, "--epochs-from", "10"]) == 0
+    out = capsys.readouterr().out
+    dwa = out.split("semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")[1].split("\n")
+    assert dwa[0].startswith("joint -> joint-dwa; no scale:")
+    assert re.fullmatch(r" +F1 +86\.5 -> +86\.1 +\( -0\.4\) +seed: +–", dwa[3])
+    assert re.fullmatch(r" +Binary +91\.5 -> +91\.8 +\( \+0\.3\) +seed: +–", dwa[4])
+    assert re.fullmatch(r" +4-class +80\.7 -> +81\.1 +\( \+0\.4\) +seed: +–", dwa[6])
+    assert re.fullmatch(r" +test F1 +0\.6 \(10\.2\) +seed: +–", dwa[11])
