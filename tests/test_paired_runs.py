@@ -14,6 +14,12 @@ paired_runs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(paired_runs)
 
 
+def lines_after(out: str, header: str) -> list[str]:
+    """The printed lines from the first ``header`` on (the rest of the header's own line first)."""
+    assert header in out, f"not printed: {header!r}"
+    return out.split(header, 1)[1].split("\n")
+
+
 def test_it_pairs_a_run_with_the_one_that_differs_in_the_field_and_scales_by_the_next_seed(capsys):
     # the random-batch check run; its pair (length-grouped, seed 42, a record that predates the field
     # `objective`) and seed 43 of the pair are in the reference's runs
@@ -43,14 +49,14 @@ def test_machine_pairs_a_retrained_record_with_its_committed_twin_and_never_with
     other_cpu = str(REFERENCE / "checks" / "fp32_other_cpu")
     assert paired_runs.main(["machine", other_cpu, str(REFERENCE / "runs")]) == 0
     out = capsys.readouterr().out
-    bert_pair = out.split("semeval bert-pair NLI-M (paper) seed 42: machine ")[1].split("\n")
+    bert_pair = lines_after(out, "semeval bert-pair NLI-M (paper) seed 42: machine ")
     assert bert_pair[0].endswith("; scale: seed 43")
     assert re.fullmatch(r" +P +92\.3 -> +92\.3 +\( \+0\.0\) +seed: +-2\.3", bert_pair[1])
-    sentence_only = out.split("semeval qacg-bert (no aux) (paper) seed 42: machine ")[1].split("\n")
+    sentence_only = lines_after(out, "semeval qacg-bert (no aux) (paper) seed 42: machine ")
     assert re.fullmatch(r" +F1 +58\.3 -> +58\.9 +\( \+0\.6\) +seed: +\+7\.4", sentence_only[3])
     # the training losses: every pair differs in the last bits; with the quasi-attention, far more
     assert re.fullmatch(r" +training loss +0\.7372418 -> 0\.7460008 +\(relative 1\.2e-02\)", sentence_only[7])
-    quasi_off = out.split("sentihood qacg-bert NLI-M quasi=False (paper) seed 42: machine ")[1].split("\n")
+    quasi_off = lines_after(out, "sentihood qacg-bert NLI-M quasi=False (paper) seed 42: machine ")
     assert re.fullmatch(r" +training loss +0\.3740332 -> 0\.3740332 +\(relative 5\.5e-09\)", quasi_off[6])
     assert paired_runs.main(["machine", other_cpu, other_cpu]) == 0      # a record is not its own twin
     assert "no pair under" in capsys.readouterr().out
@@ -74,11 +80,11 @@ def test_several_fields_pair_runs_that_differ_in_them_together(capsys):
     assert paired_runs.main(["sampler,compile", str(REFERENCE / "checks" / "bert_single_mixed_25ep_cpu"),
                              str(REFERENCE / "runs")]) == 0
     out = capsys.readouterr().out
-    seed_43 = out.split("sentihood bert-single (paper) seed 43: ")[1].split("\n")
+    seed_43 = lines_after(out, "sentihood bert-single (paper) seed 43: ")
     assert seed_43[0] == "sampler,compile per-context/reduce-overhead -> uniform/none; scale: seed 44"
     assert re.fullmatch(r" +Strict Acc +72\.9 -> +73\.5 +\( \+0\.6\) +seed: +\+0\.2", seed_43[1])
     assert "seed 42: sampler,compile per-context/reduce-overhead -> uniform/none" in out
-    seed_44 = out.split("sentihood bert-single (paper) seed 44: ")[1].split("\n")   # the highest: no scale
+    seed_44 = lines_after(out, "sentihood bert-single (paper) seed 44: ")   # the highest: no scale
     no_scale = f"no scale: {REFERENCE / 'runs'} holds this configuration with no seed above 44"
     assert seed_44[0].endswith(no_scale)
     assert re.fullmatch(r" +Strict Acc +73\.1 -> +74\.3 +\( \+1\.2\) +seed: +–", seed_44[1])
@@ -100,10 +106,10 @@ def test_a_folder_paired_with_itself_counts_each_pair_once_from_the_side_with_a_
     out = capsys.readouterr().out
     assert out.count("semeval qacg-bert (no aux) (paper) seed 42: precision") == 1
     assert out.count("semeval qacg-bert (no aux) (paper) seed 43: precision") == 1
-    seed_42 = out.split("semeval qacg-bert (no aux) (paper) seed 42: precision ")[1].split("\n")
+    seed_42 = lines_after(out, "semeval qacg-bert (no aux) (paper) seed 42: precision ")
     assert seed_42[0] == "fp32 -> bf16; scale: seed 43"
     assert re.fullmatch(r" +P +90\.5 -> +88\.9 +\( -1\.6\) +seed: +-1\.8", seed_42[1])
-    seed_43 = out.split("semeval qacg-bert (no aux) (paper) seed 43: precision ")[1].split("\n")
+    seed_43 = lines_after(out, "semeval qacg-bert (no aux) (paper) seed 43: precision ")
     assert seed_43[0].startswith("bf16 -> fp32; no scale")
     assert re.fullmatch(r" +F1 +85\.7 -> +85\.9 +\( \+0\.3\) +seed: +–", seed_43[3])
     assert re.search(r"semeval: \|difference\| in points, median \(largest\) over 2 pairs "
@@ -146,16 +152,16 @@ def test_the_lstm_score_pairs_quoted_in_the_docs(capsys):
     folder = str(REFERENCE / "checks" / "lstm_25ep_cpu")
     assert paired_runs.main(["model_overrides", folder, folder]) == 0
     out = capsys.readouterr().out
-    at_42 = out.split("semeval at-lstm (no aux) (paper) seed 42: model_overrides ")[1].split("\n")
+    at_42 = lines_after(out, "semeval at-lstm (no aux) (paper) seed 42: model_overrides ")
     assert at_42[0] == "{'alstm_score': 'joint'} -> {}; scale: seed 43"
     assert re.fullmatch(r" +F1 +83\.4 -> +10\.8 +\(-72\.6\) +seed: +\+0\.1", at_42[3])
-    atae_43 = out.split("semeval atae-lstm (no aux) (paper) seed 43: model_overrides ")[1].split("\n")
+    atae_43 = lines_after(out, "semeval atae-lstm (no aux) (paper) seed 43: model_overrides ")
     assert re.fullmatch(r" +P +85\.8 -> +91\.4 +\( \+5\.7\) +seed: +-1\.7", atae_43[1])
     assert re.fullmatch(r" +R +83\.4 -> +81\.2 +\( -2\.2\) +seed: +\+0\.1", atae_43[2])
     for dataset in ("semeval", "sentihood"):
         summary = f"{dataset}: |difference| in points, median (largest) over 6 pairs"
         assert f"{summary} (the seed: over the 4 with a scale)" in out
-    sentihood_at = out.split("sentihood at-lstm (no aux) (paper) seed 43: model_overrides ")[1].split("\n")
+    sentihood_at = lines_after(out, "sentihood at-lstm (no aux) (paper) seed 43: model_overrides ")
     assert re.fullmatch(r" +Strict Acc +67\.2 -> +47\.9 +\(-19\.3\) +seed: +\+0\.3", sentihood_at[1])
 
 
@@ -167,12 +173,12 @@ def test_the_joint_objective_pair_quoted_in_the_docs(capsys):
                              "--epochs-from", "10"]) == 0
     out = capsys.readouterr().out
     assert "semeval man-bert (no aux) (paper) seed 42: no pair under" in out
-    joint = out.split("semeval qacg-bert (no aux) joint (paper) seed 42: objective ")[1].split("\n")
+    joint = lines_after(out, "semeval qacg-bert (no aux) joint (paper) seed 42: objective ")
     assert joint[0] == "single -> joint; scale: seed 43"
     assert re.fullmatch(r" +F1 +87\.0 -> +86\.5 +\( -0\.5\) +seed: +-1\.3", joint[3])
     assert re.fullmatch(r" +4-class +79\.3 -> +80\.7 +\( \+1\.4\) +seed: +-0\.6", joint[6])
     assert re.fullmatch(r" +test 3-class +2\.0 \(2\.5\) +seed: +1\.5 \(2\.6\)", joint[13])
-    dwa = out.split("semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")[1].split("\n")
+    dwa = lines_after(out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")
     assert dwa[0] == "single -> joint-dwa; scale: seed 43"
     assert re.fullmatch(r" +F1 +87\.0 -> +86\.1 +\( -0\.9\) +seed: +-1\.3", dwa[3])
     assert re.fullmatch(r" +4-class +79\.3 -> +81\.1 +\( \+1\.8\) +seed: +-0\.6", dwa[6])
@@ -184,7 +190,7 @@ def test_the_dynamic_weights_pair_quoted_in_the_docs(capsys):
     folder = str(REFERENCE / "checks" / "other_bert_25ep_cpu")
     assert paired_runs.main(["objective", folder, folder, "--epochs-from", "10"]) == 0
     out = capsys.readouterr().out
-    dwa = out.split("semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")[1].split("\n")
+    dwa = lines_after(out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")
     assert dwa[0].startswith("joint -> joint-dwa; no scale:")
     assert re.fullmatch(r" +F1 +86\.5 -> +86\.1 +\( -0\.4\) +seed: +–", dwa[3])
     assert re.fullmatch(r" +Binary +91\.5 -> +91\.8 +\( \+0\.3\) +seed: +–", dwa[4])
