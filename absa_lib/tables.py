@@ -153,13 +153,19 @@ def budget_text(config: dict) -> str:
     return ", ".join(parts)
 
 
+NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None, "budget": "",
+          "budget_text": "", "run_ids": ""}
+"""The run columns of a row that no run of ours fills (reported, not run, trivial)."""
+
+
 def _ours(dataset: str, protocol: str, group: list) -> dict:
     """The columns of one group of runs (same configuration but the seed) under ``protocol``."""
     group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
     cfg = group[0].config
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), "budget": budget_text(cfg), "run_ids": run_ids(group)}
+            "max_train_examples": cfg.get("max_train_examples"), "budget": budget_label(cfg),
+            "budget_text": budget_text(cfg), "run_ids": run_ids(group)}
     for key, (mean, sd) in aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in group]).items():
         ours[key], ours[f"{key}_sd"] = mean, sd
     return ours
@@ -176,9 +182,8 @@ def trivial_values(dataset: str, metrics: dict[str, float]) -> dict[str, float]:
 
 def _trivial_rows(dataset: str, trivial: dict[str, dict]) -> list[dict]:
     """Rows of the trivial predictors (:func:`trivial_baselines`), in %."""
-    return [{"model": name, "note": "", "source": TRIVIAL, "selection": "", "backbone": "", "n_seeds": 0,
-             "seeds": "", "epochs": None, "max_train_examples": None, "budget": "", "run_ids": "",
-             **trivial_values(dataset, metrics)} for name, metrics in trivial.items()]
+    return [{"model": name, "note": "", "source": TRIVIAL, "selection": "", **NO_RUN, **trivial_values(dataset, metrics)}
+            for name, metrics in trivial.items()]
 
 
 def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,
@@ -196,7 +201,8 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
         One row per (paper row, protocol, group of runs that differ only in seed); a paper row
         without runs appears once per protocol with ``source == "not run"``, a reported-only row
         once with ``source == "reported"``. Columns: ``model``, ``source``, ``selection``,
-        ``backbone``, ``n_seeds``, ``seeds``, ``epochs``, ``max_train_examples``, ``run_ids``,
+        ``backbone``, ``n_seeds``, ``seeds``, ``epochs``, ``max_train_examples``, ``budget`` (short:
+        :func:`budget_label`), ``budget_text`` (in full: :func:`budget_text`), ``run_ids``,
         ``note``, then per metric ``<m>`` and ``<m>_sd`` (ours, %), ``<m>_paper`` and
         ``<m>_paper_sd``.
     """
@@ -212,19 +218,17 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             paper[f"{key}_paper_sd"] = math.nan if sd is None else sd
         base = {"model": row.name, "note": row.note}
         if row.model is None:
-            records.append({**base, "source": REPORTED, "selection": "", "backbone": "", "n_seeds": 0,
-                            "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
+            records.append({**base, "source": REPORTED, "selection": "", **NO_RUN, **paper})
             continue
         groups = split_by_budget([r for r in runs if matches(r.config, row, dataset)])
         for protocol in protocols:
             if not groups:
-                records.append({**base, "source": "not run", "selection": protocol, "backbone": "", "n_seeds": 0,
-                                "seeds": "", "epochs": None, "max_train_examples": None, "run_ids": "", **paper})
+                records.append({**base, "source": "not run", "selection": protocol, **NO_RUN, **paper})
             for group in groups:
                 records.append({**base, **_ours(dataset, protocol, group), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
-            "budget", "run_ids", "note"]
+            "budget", "budget_text", "run_ids", "note"]
     for key, _, _ in METRICS[dataset]:
         cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
     df = pd.DataFrame.from_records(records)
@@ -232,6 +236,13 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
         if c not in df:
             df[c] = math.nan
     return df[cols]
+
+
+def budget_footnotes(df: pd.DataFrame) -> list[str]:
+    """One line per budget of the rows ``df`` (columns ``budget``, ``budget_text``): the short name a
+    row's Budget cell shows, then the budget in full."""
+    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True))
+    return [f"\n_{short}: {full}._" for short, full in pairs if short]
 
 
 def format_cell(mean: float, sd: float, decimals: int) -> str:
@@ -254,17 +265,15 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
     for protocol in protocols:
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
         block = df[(df["selection"] == protocol) | df["source"].isin((REPORTED, TRIVIAL))]
-        header = ["Model", "Source", "Backbone", "Seeds"] + [title for _, title, _ in metrics]
+        header = ["Model", "Source", "Budget", "Seeds"] + [title for _, title, _ in metrics]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for rec in block.to_dict("records"):
-            cells = [rec["model"], rec["source"], rec["backbone"] or "–", str(rec["n_seeds"] or "–")]
+            cells = [rec["model"], rec["source"], rec["budget"] or "–", str(rec["n_seeds"] or "–")]
             for key, _, dec in metrics:
                 ours = format_cell(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in ("ours", TRIVIAL) else "–"
                 cells.append(f"{ours} [{format_cell(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
             lines.append("| " + " | ".join(cells) + " |")
-        budgets = {(r["backbone"], r["budget"]) for r in block.to_dict("records") if r["source"] == "ours"}
-        for backbone, budget in sorted(budgets, key=str):
-            lines.append(f"\n_{backbone}: {budget}._")
+        lines += budget_footnotes(block[block["source"] == "ours"])
         notes = {r["note"] for r in block.to_dict("records") if r["note"]}
         lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from absa_lib.paper_numbers import METRICS
 from absa_lib.tables import (
     TRIVIAL,
     aggregate_metrics,
+    budget_footnotes,
     budget_key,
     budget_label,
     budget_text,
@@ -104,12 +105,6 @@ def _budget_columns(runs: list) -> dict:
     return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config)}
 
 
-def _budget_footnotes(df: pd.DataFrame) -> list[str]:
-    """One line per budget in the table: its short name and the full budget."""
-    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True))
-    return [f"\n_{short}: {full}._" for short, full in pairs if short]
-
-
 def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
     """Markdown version of :func:`ablation_table` (cells mean ± sd, %), the budgets in footnotes."""
     metrics = METRICS[dataset]
@@ -122,7 +117,7 @@ def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
         cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] or trivial else "–"
                   for k, _, d in metrics]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + _budget_footnotes(df)) + "\n"
+    return "\n".join(lines + budget_footnotes(df)) + "\n"
 
 
 def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -174,7 +169,7 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
             dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
             cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += _budget_footnotes(df)
+    lines += budget_footnotes(df)
     if (df["source"] == TRIVIAL).any():
         lines += ["", f"_`(trivial)` rows: {TRIVIAL_CHANGE}; no epoch is selected._"]
     return "\n".join(lines) + "\n"

@@ -50,10 +50,7 @@ def _same(readme_cell: str, value: str) -> bool:
 
 def _budget(csv_row: dict) -> str:
     """The README's budget cell of a rendered row (absa_lib.tables.budget_label): `minilm, 25 epochs`."""
-    if csv_row["source"] != "ours":
-        return "–"
-    n = int(float(csv_row["epochs"]))
-    return f"{csv_row['backbone']}, {n} epoch{'s' if n != 1 else ''}"
+    return csv_row["budget"] if csv_row["source"] == "ours" else "–"
 
 
 def _check(header: list[str], row: list[str], csv_rows: list[dict], columns: dict) -> list[str]:

@@ -138,7 +138,8 @@ def test_markdown_and_files(tmp_path):
     for _, title, _ in paper_numbers.METRICS["semeval"]:
         assert f" {title} |" in md
     assert "dev-best" in md and "test-best" in md and "optimistic" in md
-    assert "| CG-BERT (auxiliary sentences) | ours | minilm | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
+    assert "| CG-BERT (auxiliary sentences) | ours | minilm, 3 epochs | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
+    assert md.count("\n_minilm, 3 epochs: 3 epoch(s), train examples: all, lr 2e-05") == 2   # a footnote a block
     assert "| XRCE (Brun et al. 2014) | reported | – | – | – [83.23] |" in md
     paths = T.write_table(df, md, tmp_path, "table2_semeval")
     assert [p.name for p in paths] == ["table2_semeval.csv", "table2_semeval.md"]
