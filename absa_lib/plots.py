@@ -28,6 +28,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from absa_lib.fileio import atomic_write_bytes
+from absa_lib.paper_numbers import METRICS
+
+METRIC_TITLES = {key: title for metrics in METRICS.values() for key, title, _ in metrics}
+"""The tables' column titles of the metrics (``aspect_strict_acc`` -> ``Strict Acc``), for axis labels."""
 
 # Figure 4 panels: (key in the analysis arrays, panel title, log-scale y)
 FIG4_PANELS = (
@@ -206,6 +210,8 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
             "metric": str}`` (fractions), optionally ``"seed"``, and ``"train_loss": [float]`` for
             ``loss`` (:func:`absa_lib.figure_data.training_curve`). The curves of one label (one
             system, several seeds) share a colour and one legend entry naming the seeds.
+        metric_names: the y-axis name of each metric key (default: the tables' titles,
+            :data:`METRIC_TITLES`).
         floors: ``{dataset: (name, value in %)}``, the best trivial predictor on the test set
             (:func:`absa_lib.tables.trivial_floor`), drawn as a dotted line in that dataset's panel.
     """
@@ -242,7 +248,7 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
         metric = mine[0]["metric"] if mine else ""
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlim(0.5, last_epoch + 0.5)
-        ax.set(xlabel="epoch", ylabel=f"{(metric_names or {}).get(metric, metric)} (%)",
+        ax.set(xlabel="epoch", ylabel=f"{(metric_names or METRIC_TITLES).get(metric, metric)} (%)",
                title=f"{dataset}: test (solid), dev (dashed)")
         if mine:
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)  # below: never over a point
@@ -272,7 +278,7 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
         ax.axvline(floor[1], color="0.3", linestyle="--", linewidth=1)
         ax.text(floor[1], y[0] + 0.6, f" {floor[0]}: {floor[1]:.1f}", fontsize=7, color="0.3", va="bottom")
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlabel(f"{metric} (%), mean ± sd over seeds")
+    ax.set_xlabel(f"{METRIC_TITLES.get(metric, metric)} (%), mean ± sd over seeds")
     ax.set_title(title, fontsize=9)
     finite = list(means[~np.isnan(means)]) + ([floor[1]] if floor is not None else [])
     if finite:

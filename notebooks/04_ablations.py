@@ -149,7 +149,7 @@ show_markdown(md)
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
 floor = tables.trivial_floor(ablation_dataset, trivial)    # the best trivial row on the metric
-fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"{ablation_dataset}: {metric}, test set",
+fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"Ablations on {ablation_dataset}, test set",
                           floor=floor)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 

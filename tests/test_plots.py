@@ -95,11 +95,16 @@ def test_label_distribution_curves_and_ablation_bars():
                "dev": [0.5, 0.6], "test": [0.4, 0.7]}]
     fig = plots.training_curves(curves)
     assert len(fig.axes[0].lines) == 2 and fig.axes[0].lines[0].get_ydata().tolist() == pytest.approx([40, 70])
+    assert fig.axes[0].get_ylabel() == "Strict Acc (%)"              # the tables' name, not the key
+    plt.close(fig)
+    fig = plots.training_curves(curves, metric_names={"aspect_strict_acc": "strict accuracy"})
+    assert fig.axes[0].get_ylabel() == "strict accuracy (%)"
     plt.close(fig)
     df = pd.DataFrame({"variant": ["a", "b"], "selection": ["dev_best"] * 2, "aspect_strict_acc": [70.0, float("nan")],
                        "aspect_strict_acc_sd": [1.0, float("nan")]})
     fig = plots.ablation_bars(df, "aspect_strict_acc")
     assert [round(p.get_width(), 1) for p in fig.axes[0].patches] == [70.0, 0.0]
+    assert fig.axes[0].get_xlabel() == "Strict Acc (%), mean ± sd over seeds"
     plt.close(fig)
 
 
