@@ -25,6 +25,8 @@ METRICS = {
 }
 TITLES = {"sentihood": "Table 1: SentiHood (TABSA), test set",
           "semeval": "Table 2: SemEval-2014 Task 4 (ABSA), test set"}
+DATASET_NAMES = {"sentihood": "SentiHood", "semeval": "SemEval-2014"}
+"""How tables and figures name a dataset key."""
 
 
 

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from absa_lib.fileio import atomic_write_bytes
-from absa_lib.paper_numbers import METRICS
+from absa_lib.paper_numbers import DATASET_NAMES, METRICS
 
 METRIC_TITLES = {key: title for metrics in METRICS.values() for key, title, _ in metrics}
 """The tables' column titles of the metrics (``aspect_strict_acc`` -> ``Strict Acc``), for axis labels."""
@@ -100,7 +100,7 @@ def label_distribution(counts: pd.DataFrame) -> Figure:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{100 * y:g}%"))
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_ylabel("share of examples (log scale)")
-        ax.set_title(dataset)
+        ax.set_title(DATASET_NAMES.get(dataset, dataset))
         ax.legend(fontsize=7)
     return fig
 
@@ -249,7 +249,7 @@ def training_curves(curves: list[dict], metric_names: dict[str, str] | None = No
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlim(0.5, last_epoch + 0.5)
         ax.set(xlabel="epoch", ylabel=f"{(metric_names or METRIC_TITLES).get(metric, metric)} (%)",
-               title=f"{dataset}: test (solid), dev (dashed)")
+               title=f"{DATASET_NAMES.get(dataset, dataset)}: test (solid), dev (dashed)")
         if mine:
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)  # below: never over a point
     return fig

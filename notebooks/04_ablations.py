@@ -138,18 +138,20 @@ grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seed
 # %%
 from absa_lib import plots, tables, variant_tables
 from absa_lib.metrics import SELECTION_METRIC
+from absa_lib.paper_numbers import DATASET_NAMES
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
 trivial = tables.trivial_baselines(ablation_dataset, notebook.data_dir)       # the floor, as in Tables 1-2
 df = variant_tables.ablation_table(ablation_dataset, variants, trivial)
-md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {ablation_dataset} (test set, %)")
+name = DATASET_NAMES[ablation_dataset]
+md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {name} (test set, %)")
 notebook.outputs += tables.write_table(df, md, notebook.dirs.results, "ablations")
 show_markdown(md)
 
 # %%
 metric = SELECTION_METRIC[ablation_dataset]
 floor = tables.trivial_floor(ablation_dataset, trivial)    # the best trivial row on the metric
-fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"Ablations on {ablation_dataset}, test set",
+fig = plots.ablation_bars(df[df["source"] != tables.TRIVIAL], metric, f"Ablations on {name}, test set",
                           floor=floor)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 

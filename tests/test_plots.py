@@ -96,6 +96,7 @@ def test_label_distribution_curves_and_ablation_bars():
     fig = plots.training_curves(curves)
     assert len(fig.axes[0].lines) == 2 and fig.axes[0].lines[0].get_ydata().tolist() == pytest.approx([40, 70])
     assert fig.axes[0].get_ylabel() == "Strict Acc (%)"              # the tables' name, not the key
+    assert fig.axes[0].get_title() == "SentiHood: test (solid), dev (dashed)"
     plt.close(fig)
     fig = plots.training_curves(curves, metric_names={"aspect_strict_acc": "strict accuracy"})
     assert fig.axes[0].get_ylabel() == "strict accuracy (%)"
