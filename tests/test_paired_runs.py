@@ -178,6 +178,11 @@ def test_the_joint_objective_pair_quoted_in_the_docs(capsys):
     assert re.fullmatch(r" +F1 +87\.0 -> +86\.5 +\( -0\.5\) +seed: +-1\.3", joint[3])
     assert re.fullmatch(r" +4-class +79\.3 -> +80\.7 +\( \+1\.4\) +seed: +-0\.6", joint[6])
     assert re.fullmatch(r" +test 3-class +2\.0 \(2\.5\) +seed: +1\.5 \(2\.6\)", joint[13])
+    joint43 = lines_after(out, "semeval qacg-bert (no aux) joint (paper) seed 43: objective ")
+    assert joint43[0].startswith("single -> joint; no scale:")        # the single head has no seed 44 here
+    assert re.fullmatch(r" +F1 +85\.7 -> +85\.4 +\( -0\.3\) +seed: +–", joint43[3])
+    assert re.fullmatch(r" +Binary +88\.5 -> +91\.1 +\( \+2\.6\) +seed: +–", joint43[4])
+    assert re.fullmatch(r" +4-class +78\.7 -> +80\.4 +\( \+1\.7\) +seed: +–", joint43[6])
     dwa = lines_after(out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")
     assert dwa[0] == "single -> joint-dwa; scale: seed 43"
     assert re.fullmatch(r" +F1 +87\.0 -> +86\.1 +\( -0\.9\) +seed: +-1\.3", dwa[3])
@@ -185,14 +190,17 @@ def test_the_joint_objective_pair_quoted_in_the_docs(capsys):
 
 
 def test_the_dynamic_weights_pair_quoted_in_the_docs(capsys):
-    # docs/results.md: joint-dwa against joint, both in the same folder, seed 42; neither has a seed
-    # above it there, so the pair has no scale and says so
+    # docs/results.md: joint-dwa against joint, both in the same folder, seed 42; the joint
+    # objective's seed 43 there is the pair's scale, and joint seed 43 has no joint-dwa twin
     folder = str(REFERENCE / "checks" / "other_bert_25ep_cpu")
     assert paired_runs.main(["objective", folder, folder, "--epochs-from", "10"]) == 0
     out = capsys.readouterr().out
+    assert "semeval qacg-bert (no aux) joint (paper) seed 43: no pair under" in out
     dwa = lines_after(out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")
-    assert dwa[0].startswith("joint -> joint-dwa; no scale:")
-    assert re.fullmatch(r" +F1 +86\.5 -> +86\.1 +\( -0\.4\) +seed: +–", dwa[3])
-    assert re.fullmatch(r" +Binary +91\.5 -> +91\.8 +\( \+0\.3\) +seed: +–", dwa[4])
-    assert re.fullmatch(r" +4-class +80\.7 -> +81\.1 +\( \+0\.4\) +seed: +–", dwa[6])
-    assert re.fullmatch(r" +test F1 +0\.6 \(10\.2\) +seed: +–", dwa[11])
+    assert dwa[0] == "joint -> joint-dwa; scale: seed 43"
+    assert re.fullmatch(r" +F1 +86\.5 -> +86\.1 +\( -0\.4\) +seed: +-1\.1", dwa[3])
+    assert re.fullmatch(r" +Binary +91\.5 -> +91\.8 +\( \+0\.3\) +seed: +-0\.3", dwa[4])
+    assert re.fullmatch(r" +3-class +84\.8 -> +84\.9 +\( \+0\.1\) +seed: +-0\.7", dwa[5])
+    assert re.fullmatch(r" +4-class +80\.7 -> +81\.1 +\( \+0\.4\) +seed: +-0\.3", dwa[6])
+    assert re.fullmatch(r" +test F1 +0\.6 \(10\.2\) +seed: +1\.0 \(5\.4\)", dwa[11])
+    assert re.fullmatch(r" +test 3-class +0\.1 \(0\.7\) +seed: +0\.8 \(1\.6\)", dwa[13])
