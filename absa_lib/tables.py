@@ -153,8 +153,16 @@ def budget_text(config: dict) -> str:
     return ", ".join(parts)
 
 
-NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None, "budget": "",
-          "budget_text": "", "run_ids": ""}
+def budget_columns(runs: list) -> dict:
+    """``budget`` (short, :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of
+    one budget's runs; both empty without runs. Every table names its rows' budgets with them."""
+    if not runs:
+        return {"budget": "", "budget_text": ""}
+    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config)}
+
+
+NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None,
+          **budget_columns([]), "run_ids": ""}
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
 
 
@@ -164,8 +172,7 @@ def _ours(dataset: str, protocol: str, group: list) -> dict:
     cfg = group[0].config
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), "budget": budget_label(cfg),
-            "budget_text": budget_text(cfg), "run_ids": run_ids(group)}
+            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group), "run_ids": run_ids(group)}
     for key, (mean, sd) in aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in group]).items():
         ours[key], ours[f"{key}_sd"] = mean, sd
     return ours

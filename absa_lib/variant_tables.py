@@ -28,10 +28,9 @@ from absa_lib.paper_numbers import METRICS
 from absa_lib.tables import (
     TRIVIAL,
     aggregate_metrics,
+    budget_columns,
     budget_footnotes,
     budget_key,
-    budget_label,
-    budget_text,
     format_cell,
     run_ids,
     split_by_budget,
@@ -73,10 +72,10 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
         for key, g in groups.items():
-            every.setdefault(key, _budget_columns(g))
+            every.setdefault(key, budget_columns(g))
     return [[(every[key], g) for key, g in groups.items()]
             + [(columns, []) for key, columns in every.items() if key not in groups]
-            or [(_budget_columns([]), [])] for groups in split]
+            or [(budget_columns([]), [])] for groups in split]
 
 
 def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -92,17 +91,10 @@ def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dic
             for key, (mean, sd) in agg.items():
                 rec[key], rec[f"{key}_sd"] = mean, sd
             records.append(rec)
-    records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, "budget": "",
-                 "budget_text": "", "run_ids": "", "source": TRIVIAL, **trivial_values(dataset, metrics)}
+    records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, **budget_columns([]),
+                 "run_ids": "", "source": TRIVIAL, **trivial_values(dataset, metrics)}
                 for name, metrics in (trivial or {}).items()]
     return pd.DataFrame.from_records(records)
-
-
-def _budget_columns(runs: list) -> dict:
-    """``budget`` (short, e.g. ``minilm, 1 epoch``) and ``budget_text`` (in full) of one budget's runs."""
-    if not runs:
-        return {"budget": "", "budget_text": ""}
-    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config)}
 
 
 def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
@@ -141,7 +133,7 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     for name, metrics in (trivial or {}).items():
         values = trivial_values(dataset, metrics)
         records.append({"label": name, "model": "", "aux": "", "objective": "", "change": TRIVIAL_CHANGE,
-                        "n_seeds": 0, "backbone": "", "budget": "", "budget_text": "", "run_ids": "", "source": TRIVIAL,
+                        "n_seeds": 0, "backbone": "", **budget_columns([]), "run_ids": "", "source": TRIVIAL,
                         **{f"{key}{suffix}{sd}": values[key + sd] for key, _, _ in METRICS[dataset]
                            for suffix in ("", "_test_best") for sd in ("", "_sd")}})
     return pd.DataFrame.from_records(records)
