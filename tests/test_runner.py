@@ -81,7 +81,9 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     metrics = json.loads((tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").read_text())
     assert 0 < epochs[0]["startup_seconds"] < metrics["process_seconds"] <= summary["rows"][0]["wall_seconds"]
     assert len(epochs) == 2 and "startup_seconds" not in epochs[1]
-    assert metrics["process_seconds"] > epochs[0]["startup_seconds"] + run_seconds(metrics)
+    # the whole process holds its start-up and its epochs; the two launch-clock readings are rounded to
+    # 0.1 s, and the rest (writing predictions, checkpoints) can take less than that on a 2-epoch run
+    assert metrics["process_seconds"] >= epochs[0]["startup_seconds"] + run_seconds(metrics) - 0.1
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", str(tmp_path / "ref")]) == 0
