@@ -45,7 +45,7 @@ import yaml
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
 from absa_lib.grid import RECORD_FILES
-from absa_lib.runs import run_seconds
+from absa_lib.runs import device_name, run_seconds
 from absa_lib.session import sources_text
 from absa_lib.tables import epochs_text
 
@@ -260,7 +260,7 @@ def other_seeds_text(config, runs: list) -> str:
 
     by_device: dict[str, tuple[list[int], list[int], list[int]]] = {}
     for r in like:
-        device = r.env.get("gpu") or r.env.get("cpu_model") or "an unnamed machine"
+        device = device_name(r.env) or "an unnamed machine"
         seconds, process, beside = by_device.setdefault(device, ([], [], []))
         seconds.append(round(run_seconds(r.metrics)))
         if "process_seconds" in r.metrics:

@@ -289,7 +289,7 @@ def recorded_cost(runs_dir: Path) -> dict:
     training and evaluation, and the same per device (``devices``: {name: {"runs", "hours"}}), so a
     user sees what retraining takes on which machine."""
     from absa_lib.fileio import read_json
-    from absa_lib.runs import run_seconds
+    from absa_lib.runs import device_name, run_seconds
 
     devices: dict[str, dict] = {}
     for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
@@ -299,9 +299,7 @@ def recorded_cost(runs_dir: Path) -> dict:
             continue
         if not metrics.get("complete"):
             continue
-        cpu = env.get("cpu_model") or env.get("processor") or "cpu"     # older records lack cpu_model
-        device = env.get("gpu") or f"{cpu} ({env.get('cpu_count')} cores, {env.get('torch_threads')} threads)"
-        cost = devices.setdefault(device, {"runs": 0, "hours": 0.0})
+        cost = devices.setdefault(device_name(env), {"runs": 0, "hours": 0.0})
         cost["runs"] += 1
         cost["hours"] += run_seconds(metrics) / 3600
     return {"runs": sum(c["runs"] for c in devices.values()), "hours": sum(c["hours"] for c in devices.values()),

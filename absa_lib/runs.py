@@ -99,6 +99,19 @@ def collect_env() -> dict:
     }
 
 
+def device_name(env: dict) -> str:
+    """The machine a run trained on, from its ``env.json`` (:func:`collect_env`): the GPU's name, else
+    the CPU's (older records name only its architecture, e.g. ``x86_64``) with its cores and the
+    threads the run used; "" for a run without one."""
+    if not env:
+        return ""
+    if env.get("gpu"):
+        return env["gpu"]
+    cpu = env.get("cpu_model") or env.get("processor") or "CPU"
+    threads = env.get("torch_threads")
+    return f"{cpu} ({env.get('cpu_count')} cores, {threads} thread{'' if threads == 1 else 's'})"
+
+
 def describe(config: dict, seed: bool = True, dataset: bool = True) -> str:
     """A run's configuration in a few words, for scripts that list runs, e.g. ``semeval cg-bert NLI-M
     gate_activation=sigmoid (paper) seed 42``, ``sentihood qacg-bert (no aux) (paper) seed 43`` or

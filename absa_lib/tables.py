@@ -31,6 +31,7 @@ import pandas as pd
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
+from absa_lib.runs import device_name
 
 PROTOCOLS = ("dev_best", "test_best")
 PROTOCOL_LABELS = {
@@ -51,6 +52,7 @@ _ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a fi
 GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
                 "head_lr_mult", "precision", "group_by_length",
                 "max_eval_examples", "compile")
+DEVICE_SEP = "; "                        # between the machines of one row (a CPU's name has commas)
 _NOT_RECORDED = {"compile": "none"}    # a field older records lack, at the value they were trained with
 
 
@@ -143,7 +145,7 @@ def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
 def budget_text(config: dict) -> str:
     """The training budget of a run, as a table footnote shows it."""
     n = config.get("max_train_examples")
-    parts = [f"{config.get('epochs')} epoch(s)", f"train examples: {'all' if n is None else f'{int(n):,}'}",
+    parts = [epochs_text(config.get("epochs")), f"train examples: {'all' if n is None else f'{int(n):,}'}",
              f"lr {config.get('lr')}", f"schedule {config.get('schedule', 'linear')}",
              f"head lr x{config.get('head_lr_mult', 1.0)}", f"max length {config.get('max_length')}",
              f"batch {config.get('batch_size')}", config.get("precision", "fp32"),
@@ -155,10 +157,12 @@ def budget_text(config: dict) -> str:
 
 def budget_columns(runs: list) -> dict:
     """``budget`` (short, :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of
-    one budget's runs; both empty without runs. Every table names its rows' budgets with them."""
+    one budget's runs, and ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`,
+    sorted, comma-separated); all empty without runs. Every table names its rows' budgets with them."""
     if not runs:
-        return {"budget": "", "budget_text": ""}
-    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config)}
+        return {"budget": "", "budget_text": "", "device": ""}
+    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config),
+            "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
 
 
 NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None,
@@ -209,9 +213,9 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
         without runs appears once per protocol with ``source == "not run"``, a reported-only row
         once with ``source == "reported"``. Columns: ``model``, ``source``, ``selection``,
         ``backbone``, ``n_seeds``, ``seeds``, ``epochs``, ``max_train_examples``, ``budget`` (short:
-        :func:`budget_label`), ``budget_text`` (in full: :func:`budget_text`), ``run_ids``,
-        ``note``, then per metric ``<m>`` and ``<m>_sd`` (ours, %), ``<m>_paper`` and
-        ``<m>_paper_sd``.
+        :func:`budget_label`), ``budget_text`` (in full: :func:`budget_text`), ``device`` (the
+        machines the runs trained on: :func:`budget_columns`), ``run_ids``, ``note``, then per
+        metric ``<m>`` and ``<m>_sd`` (ours, %), ``<m>_paper`` and ``<m>_paper_sd``.
     """
     for p in protocols:
         if p not in PROTOCOL_LABELS:
@@ -235,7 +239,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
                 records.append({**base, **_ours(dataset, protocol, group), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
-            "budget", "budget_text", "run_ids", "note"]
+            "budget", "budget_text", "device", "run_ids", "note"]
     for key, _, _ in METRICS[dataset]:
         cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
     df = pd.DataFrame.from_records(records)
@@ -246,10 +250,16 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
 
 
 def budget_footnotes(df: pd.DataFrame) -> list[str]:
-    """One line per budget of the rows ``df`` (columns ``budget``, ``budget_text``): the short name a
-    row's Budget cell shows, then the budget in full."""
-    pairs = dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True))
-    return [f"\n_{short}: {full}._" for short, full in pairs if short]
+    """One line per budget of the rows ``df`` (columns ``budget``, ``budget_text``, ``device``): the
+    short name a row's Budget cell shows, the budget in full, then the machines its runs trained on."""
+    lines = []
+    for short, full in dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True)):
+        if not short:
+            continue
+        cells = df.loc[df["budget"] == short, "device"].dropna()
+        devices = sorted({d for cell in cells for d in cell.split(DEVICE_SEP) if d})
+        lines.append(f"\n_{short}: {full}" + (f"; trained on {', '.join(devices)}" if devices else "") + "._")
+    return lines
 
 
 def format_cell(mean: float, sd: float, decimals: int) -> str:

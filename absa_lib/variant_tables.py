@@ -72,8 +72,8 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
         for key, g in groups.items():
-            every.setdefault(key, budget_columns(g))
-    return [[(every[key], g) for key, g in groups.items()]
+            every.setdefault(key, {**budget_columns(g), "device": ""})    # no runs: trained nowhere
+    return [[(budget_columns(g), g) for g in groups.values()]
             + [(columns, []) for key, columns in every.items() if key not in groups]
             or [(budget_columns([]), [])] for groups in split]
 

@@ -301,9 +301,9 @@ def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tm
 
     cost = recorded_cost(tmp_path / "runs")
     assert cost["runs"] == 4 and cost["hours"] == pytest.approx(3.0)
-    assert cost["devices"] == {"AMD EPYC 9R14 (2 cores, 1 threads)": {"runs": 1, "hours": pytest.approx(0.5)},
+    assert cost["devices"] == {"AMD EPYC 9R14 (2 cores, 1 thread)": {"runs": 1, "hours": pytest.approx(0.5)},
                                "NVIDIA H100": {"runs": 1, "hours": pytest.approx(0.5)},
-                               "x86_64 (2 cores, 1 threads)": {"runs": 2, "hours": pytest.approx(2.0)}}
-    assert cost_summary(tmp_path / "runs") == ("4 runs: 1 on AMD EPYC 9R14 (2 cores, 1 threads), 0.5 h; "
-                                               "1 on NVIDIA H100, 0.5 h; 2 on x86_64 (2 cores, 1 threads), "
+                               "x86_64 (2 cores, 1 thread)": {"runs": 2, "hours": pytest.approx(2.0)}}
+    assert cost_summary(tmp_path / "runs") == ("4 runs: 1 on AMD EPYC 9R14 (2 cores, 1 thread), 0.5 h; "
+                                               "1 on NVIDIA H100, 0.5 h; 2 on x86_64 (2 cores, 1 thread), "
                                                "2.0 h (training and evaluation, summed over runs)")

@@ -27,9 +27,9 @@ SPEC = {"BERT-single (Sun et al. 2019)": ("bert-single", "single"), "BERT-pair (
 
 
 def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", sampler=None,
-             overrides=None, backbone="minilm", **budget):
+             overrides=None, backbone="minilm", env=None, **budget):
     """A finished run whose every test metric is ``test_value`` at dev_best and 0.9 at test_best
-    (sampler: the tables' own, per-context for bert-single, unless given)."""
+    (sampler: the tables' own, per-context for bert-single, unless given; ``env``: its env.json)."""
     sampler = sampler or ("per-context" if model == "bert-single" else "uniform")
     def metrics(v):
         return {k: v for k in METRIC_KEYS[dataset]}
@@ -43,7 +43,7 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
            "test_best": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)},
            "last": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)}}
     return Run(path=Path("runs") / dataset / model / cfg["run_id"], config=cfg,
-               metrics={"selection": sel, "complete": True})
+               metrics={"selection": sel, "complete": True}, env=env or {})
 
 
 def test_paper_numbers_are_exactly_the_published_ones():
@@ -130,7 +130,8 @@ def test_groups_differing_in_backbone_are_separate_rows_and_single_seed_has_no_s
 
 
 def test_markdown_and_files(tmp_path):
-    runs = [fake_run("semeval", "cg-bert", "NLI-M", s, 0.5, 0.9 + s / 100) for s in (1, 2)]
+    runs = [fake_run("semeval", "cg-bert", "NLI-M", s, 0.5, 0.9 + s / 100, env={"gpu": gpu})
+            for s, gpu in ((1, "NVIDIA H200"), (2, "NVIDIA H100"))]
     df = T.build_table("semeval", runs)
     md = T.to_markdown(df, "semeval")
     for name in ROWS_T2:
@@ -139,12 +140,15 @@ def test_markdown_and_files(tmp_path):
         assert f" {title} |" in md
     assert "dev-best" in md and "test-best" in md and "optimistic" in md
     assert "| CG-BERT (auxiliary sentences) | ours | minilm, 3 epochs | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
-    assert md.count("\n_minilm, 3 epochs: 3 epoch(s), train examples: all, lr 2e-05") == 2   # a footnote a block
+    footnote = ("\n_minilm, 3 epochs: 3 epochs, train examples: all, lr 2e-05, schedule linear, head lr x1.0, "
+                "max length 128, batch 24, fp32, random batches; trained on NVIDIA H100, NVIDIA H200._")
+    assert md.count(footnote) == 2                      # a footnote a block, naming the machines
     assert "| XRCE (Brun et al. 2014) | reported | – | – | – [83.23] |" in md
     paths = T.write_table(df, md, tmp_path, "table2_semeval")
     assert [p.name for p in paths] == ["table2_semeval.csv", "table2_semeval.md"]
     back = pd.read_csv(paths[0])
     assert len(back) == len(df) and back.aspect_p_paper.iloc[0] == 83.23
+    assert set(back[back.source == "ours"].device) == {"NVIDIA H100; NVIDIA H200"}
 
 
 def test_ablation_table_means():
@@ -160,7 +164,8 @@ def test_ablation_table_means():
     assert math.isnan(df.aspect_strict_acc.iloc[3])
     md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
     assert "| λ_A = 0 | quasi off | dev_best | minilm, 3 epochs | 1 | 50.0 |" in md
-    assert "_minilm, 3 epochs: 3 epoch(s), train examples: all, lr 2e-05" in md
+    assert "_minilm, 3 epochs: 3 epochs, train examples: all, lr 2e-05" in md
+    assert "trained on" not in md                       # these records name no machine
 
 
 def test_runs_of_different_budgets_are_never_averaged_together():
@@ -168,18 +173,30 @@ def test_runs_of_different_budgets_are_never_averaged_together():
     record without the newer ``compile`` field is the same budget as one that says ``none``."""
     short = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, v) for s, v in ((1, 0.6), (2, 0.7))]
     short[1].config["compile"] = "none"
-    long = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.9, epochs=25, compile="reduce-overhead")]
+    long = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.9, epochs=25, compile="reduce-overhead",
+                     env={"gpu": "NVIDIA H100"})]
+    short[0].env = {"device": "cpu", "processor": "x86_64", "cpu_count": 2, "torch_threads": 1}
     Variant = variant_tables.Variant
     df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", short + long)])
     assert df.n_seeds.tolist() == [2, 1]
     assert df.aspect_strict_acc.tolist() == pytest.approx([65.0, 90.0])
     assert df.budget.tolist() == ["minilm, 3 epochs", "minilm, 25 epochs"]
     md = variant_tables.ablation_markdown(df, "sentihood", "Ablations")
-    assert "25 epoch(s)" in md and "compiled (reduce-overhead)" in md
+    assert "_minilm, 3 epochs: 3 epochs, " in md
+    assert "random batches; trained on x86_64 (2 cores, 1 thread)._" in md
+    assert "25 epochs, " in md and "compiled (reduce-overhead); trained on NVIDIA H100._" in md
     spec = grid.Spec("QACG-BERT", "qacg-bert", "NLI-M")
     cmp = variant_tables.comparison_table("sentihood", {("sentihood", "QACG-BERT"): short + long}, [spec])
     assert cmp.n_seeds.tolist() == [2, 1] and cmp.aspect_strict_acc.tolist() == pytest.approx([65.0, 90.0])
     assert "| minilm, 25 epochs | 1 |" in variant_tables.comparison_markdown(cmp, "sentihood", "Other")
+    # a variant not run at a budget another has: its row names the budget but no machine
+    cg = grid.Spec("CG-BERT", "cg-bert", "NLI-M")
+    two = variant_tables.comparison_table(
+        "sentihood", {("sentihood", "QACG-BERT"): short + long, ("sentihood", "CG-BERT"): long}, [spec, cg])
+    assert two[["budget", "device"]].values.tolist() == [["minilm, 3 epochs", "x86_64 (2 cores, 1 thread)"],
+                                                         ["minilm, 25 epochs", "NVIDIA H100"],
+                                                         ["minilm, 25 epochs", "NVIDIA H100"],
+                                                         ["minilm, 3 epochs", ""]]
     t1 = T.build_table("sentihood", short + long, protocols=("dev_best",), models=("qacg-bert",))
     assert sorted(t1[t1.source == "ours"].n_seeds.tolist()) == [1, 2]
 
