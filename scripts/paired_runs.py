@@ -6,6 +6,8 @@
     python scripts/paired_runs.py sampler,compile results/reference/checks/bert_single_mixed_25ep_cpu results/reference/runs
     python scripts/paired_runs.py precision results/reference/checks/qacg_precision_25ep_cpu \
         results/reference/checks/qacg_precision_25ep_cpu --epochs-from 10
+    python scripts/paired_runs.py objective results/reference/checks/other_bert_25ep_cpu \
+        results/reference/checks/other_bert_25ep_cpu --epochs-from 10 --base-value joint
 
 For every finished run under NEW it looks under BASE for its pair, the run whose configuration is
 the same but for FIELD (several fields: comma-separated, the pair differing in at least one), and
@@ -22,7 +24,8 @@ FIELD ``machine`` is no configuration field: the pair is the BASE record of the 
 env.json records (records older than that field name only the device).
 
 NEW and BASE may be the same folder (runs of both values side by side): each pair is then counted
-once, from the side whose pair has a seed scale. With --epochs-from E it also compares each pair,
+once, from the side whose pair has a seed scale, or with --base-value V from the side whose pair
+has FIELD = V (``V -> other``, V's seed step as the scale). With --epochs-from E it also compares each pair,
 and its seed scale, at the same epoch: the median (largest) |difference| over epochs E to the last,
 on test and dev (the selected epoch aside). A NEW run without a pair is listed as such, never
 dropped silently, and a run with several pairs under BASE says which it used. Numbers, not
@@ -98,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs-from", type=int, metavar="E",
                     help="also compare the runs epoch by epoch: per pair, the median (largest) |difference| at "
                          "the same epoch over epochs E to the last, on test and dev, beside the seed's")
+    ap.add_argument("--base-value", metavar="V",
+                    help="for pairs found from both sides (NEW and BASE overlap): show each as V -> the other "
+                         "value, with the seed step of the side whose FIELD is V as the scale, e.g. "
+                         "`objective F F --base-value joint`")
     args = ap.parse_args(argv)
     args.scale = args.scale or args.base
     try:
@@ -131,6 +138,18 @@ def main(argv: list[str] | None = None) -> int:
         return ([r for r in seeds if r.config["seed"] == pair.config["seed"]],
                 [r for r in seeds if r.config["seed"] > pair.config["seed"]])
 
+    if args.base_value is not None and args.base_value not in {str(value(r)) for r in (*new, *base)}:
+        print(f"error: --base-value {args.base_value}: no run under {args.new} or {args.base} has {args.field} = "
+              f"{args.base_value} (they have: {', '.join(sorted({str(value(r)) for r in (*new, *base)}))})",
+              file=sys.stderr)
+        return 2
+
+    def better(candidate, current) -> bool:
+        """Whether ``candidate`` (run, pair) is the side of a pair found from both sides to show instead
+        of ``current``: the side whose pair has FIELD = --base-value, else one whose pair has a scale."""
+        on_base = [args.base_value is not None and str(value(p)) == args.base_value for _, p in (candidate, current)]
+        return on_base[0] if on_base[0] != on_base[1] else not all(scale_of(current[1]))
+
     found = {}                                   # {run, pair} -> (run, pair): each pair once, not twice
     for run in sorted(new, key=lambda r: describe(r.config)):
         name = describe(run.config)
@@ -147,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {len(pair)} pairs under {args.base} ({', '.join(str(r.path) for r in pair)}); "
                   f"using the first")
         both = frozenset((run.path.resolve(), pair[0].path.resolve()))
-        if both not in found or not all(scale_of(found[both][1])):   # NEW and BASE overlap: the side with a scale
+        if both not in found or better((run, pair[0]), found[both]):     # NEW and BASE overlap: one side
             found[both] = (run, pair[0])
     deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
     for run, pair in found.values():

@@ -118,6 +118,21 @@ def test_a_folder_paired_with_itself_counts_each_pair_once_from_the_side_with_a_
     assert pairs == out.count(": precision ")         # every pair printed is counted, and only once
 
 
+def test_base_value_picks_the_side_each_pair_is_shown_from(capsys):
+    # the same folder as above: with --base-value bf16 both pairs read bf16 -> fp32, and seed 42's
+    # scale is bf16's seed step (fp32's, -1.8 in P, without it)
+    folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
+    assert paired_runs.main(["precision", folder, folder, "--base-value", "bf16"]) == 0
+    out = capsys.readouterr().out
+    seed_42 = lines_after(out, "semeval qacg-bert (no aux) (paper) seed 42: precision ")
+    assert seed_42[0] == "bf16 -> fp32; scale: seed 43"
+    assert re.fullmatch(r" +P +88\.9 -> +90\.5 +\( \+1\.6\) +seed: +-0\.4", seed_42[1])
+    assert lines_after(out, "semeval qacg-bert (no aux) (paper) seed 43: precision ")[0].startswith("bf16 -> fp32;")
+    assert out.count(": precision ") == 2
+    assert paired_runs.main(["precision", folder, folder, "--base-value", "fp16"]) == 2
+    assert "--base-value fp16: no run under" in capsys.readouterr().err
+
+
 def test_epochs_from_compares_the_pair_and_the_seeds_at_the_same_epoch(capsys):
     # docs/results.md's epoch-by-epoch table for the 25-epoch precision check: the same epoch, 10 to 25
     folder = str(REFERENCE / "checks" / "qacg_precision_25ep_cpu")
