@@ -208,7 +208,7 @@ def test_the_dynamic_weights_pair_quoted_in_the_docs(capsys):
     # docs/results.md: joint-dwa against joint, both in the same folder, seed 42; the joint
     # objective's seed 43 there is the pair's scale, and joint seed 43 has no joint-dwa twin
     folder = str(REFERENCE / "checks" / "other_bert_25ep_cpu")
-    assert paired_runs.main(["objective", folder, folder, "--epochs-from", "10"]) == 0
+    assert paired_runs.main(["objective", folder, folder, "--epochs-from", "10", "--base-value", "joint"]) == 0
     out = capsys.readouterr().out
     assert "semeval qacg-bert (no aux) joint (paper) seed 43: no pair under" in out
     dwa = lines_after(out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 42: objective ")
