@@ -158,7 +158,7 @@ def budget_text(config: dict) -> str:
 def budget_columns(runs: list) -> dict:
     """``budget`` (short, :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of
     one budget's runs, and ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`,
-    sorted, comma-separated); all empty without runs. Every table names its rows' budgets with them."""
+    sorted, joined by ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
     if not runs:
         return {"budget": "", "budget_text": "", "device": ""}
     return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config),

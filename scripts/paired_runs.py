@@ -25,8 +25,8 @@ env.json records (records older than that field name only the device).
 
 NEW and BASE may be the same folder (runs of both values side by side): each pair is then counted
 once, from the side whose pair has a seed scale, or with --base-value V from the side whose pair
-has FIELD = V (``V -> other``, V's seed step as the scale). With --epochs-from E it also compares each pair,
-and its seed scale, at the same epoch: the median (largest) |difference| over epochs E to the last,
+has FIELD = V (``V -> other``, V's seed step as the scale). With --epochs-from E it also compares
+each pair, and its seed scale, at the same epoch: the median (largest) |difference| over epochs E to the last,
 on test and dev (the selected epoch aside). A NEW run without a pair is listed as such, never
 dropped silently, and a run with several pairs under BASE says which it used. Numbers, not
 timings.
@@ -138,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         return ([r for r in seeds if r.config["seed"] == pair.config["seed"]],
                 [r for r in seeds if r.config["seed"] > pair.config["seed"]])
 
-    if args.base_value is not None and args.base_value not in {str(value(r)) for r in (*new, *base)}:
+    values = {str(value(r)) for r in (*new, *base)}
+    if args.base_value is not None and args.base_value not in values:
         print(f"error: --base-value {args.base_value}: no run under {args.new} or {args.base} has {args.field} = "
-              f"{args.base_value} (they have: {', '.join(sorted({str(value(r)) for r in (*new, *base)}))})",
-              file=sys.stderr)
+              f"{args.base_value} (they have: {', '.join(sorted(values))})", file=sys.stderr)
         return 2
 
     def better(candidate, current) -> bool:
