@@ -323,8 +323,12 @@ def gpu_like_attention(monkeypatch):
     ``_scaled_dot_product_efficient_attention``), and that op and its backward, which have no CPU
     kernels, get plain ones here that refuse a mask whose batch is not the queries', as the CUDA
     kernels do, and return the CUDA kernels' memory layout. Under ``vmap`` torch's own rule for the
-    op runs between the two, eager or traced (AOT autograd)."""
+    op runs between the two, eager or traced (AOT autograd). Where ``sdpa_kernel`` has left the
+    memory-efficient kernel out, attention is computed as the math kernel does. Yields the list of
+    the fused op's calls (each call's batch size)."""
     from torch.library import Library
+
+    calls = []
 
     def check(q, bias):
         if bias is not None and bias.size(0) not in (1, q.size(0)):
@@ -339,6 +343,7 @@ def gpu_like_attention(monkeypatch):
 
     def forward(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, scale=None):
         check(q, bias)
+        calls.append(q.size(0))
         lse = q.new_zeros(q.size(0), q.size(1), -(-q.size(2) // 32) * 32 if compute_log_sumexp else 0)
         seed = torch.zeros((), dtype=torch.long)
         return cuda_layout(probs(q, k, bias, scale) @ v), lse, seed, seed
@@ -353,6 +358,8 @@ def gpu_like_attention(monkeypatch):
         return cuda_layout(ds @ k), cuda_layout(ds.transpose(-1, -2) @ q), cuda_layout(p.transpose(-1, -2) @ g), dbias
 
     def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+        if not torch.backends.cuda.mem_efficient_sdp_enabled():         # sdpa_kernel left it out: math
+            return probs(q, k, attn_mask, scale) @ v
         if attn_mask is not None:
             attn_mask = attn_mask.expand(q.size(0), q.size(1), q.size(2), k.size(2))
         return torch.ops.aten._scaled_dot_product_efficient_attention(
@@ -362,33 +369,37 @@ def gpu_like_attention(monkeypatch):
     lib.impl("_scaled_dot_product_efficient_attention", forward, "CPU")
     lib.impl("_scaled_dot_product_efficient_attention_backward", backward, "CPU")
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", torch._dynamo.allow_in_graph(sdpa))
-    yield
+    yield calls
     lib._destroy()
     torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("backend", [None, "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_attention, backend):
-    """The mixed-batch run failed so at its first step on an H200: torch's vmap rule for the fused
-    attention kernels folds the model axis into the batch (K·B rows) but passes a mask without that
-    axis on unfolded (B rows). Each model gets its own copy of the mask, so it is folded too, and the
-    stacked step, eager, traced as ``torch.compile`` traces it, or compiled by inductor (CPU code,
-    the attention op called as the GPU's graph calls it; about 20 s), gives the sparse logits, loss
-    and gradients (padding included)."""
+    """The mixed-batch run failed twice at its first step on an H200: first torch's vmap rule for
+    the fused memory-efficient attention folded the model axis into the batch (K·B rows) but passed
+    a mask without that axis on unfolded (B rows), then, with a mask per model, the compiled backward
+    refused its saved log-sum-exp. The stacked step leaves that kernel out (the sparse step, here
+    and in the tables' runs, still uses it), and, eager, traced as ``torch.compile`` traces it, or
+    compiled by inductor (CPU code; about 20 s), gives the sparse logits, loss and gradients
+    (padding included)."""
     from absa_lib.models.per_context import PerContextModel, RoutedStep
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
     batch = {**_batch(), "context_ids": torch.tensor([0, 3, 3, 0, 1, 0])}      # context 2 absent
     stacked = RoutedStep(model, PerContextModel.stacked, list(model.models))
-    out = {}
+    out, fused_calls = {}, {}
     for name, step in (("sparse", RoutedStep(model, PerContextModel.route, list(model.models))),
                        ("stacked", stacked if backend is None else torch.compile(stacked, backend=backend))):
         model.zero_grad(set_to_none=True)
+        before = len(gpu_like_attention)
         res = step(**batch)
         res.loss.backward()
+        fused_calls[name] = len(gpu_like_attention) - before
         model.drop_absent_grads(batch["context_ids"])
         out[name] = res.logits.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert fused_calls == {"sparse": 3 * 2, "stacked": 0}         # 3 contexts present, 2 layers each
     torch.testing.assert_close(out["stacked"][0], out["sparse"][0], atol=1e-6, rtol=1e-5)
     assert out["stacked"][1].keys() == out["sparse"][1].keys()
     for name, g in out["sparse"][1].items():

@@ -45,6 +45,7 @@ import copy
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from absa_lib.errors import AbsaError
 from absa_lib.models.absa_model import AbsaModel, AbsaOutput, build_model
@@ -99,7 +100,13 @@ class PerContextModel(AbsaPreTrainedModel):
         The padding mask goes in stacked too, one copy per model: on a GPU the fused attention
         kernels' vmap rules fold the model axis into the batch (K·B rows) but pass an attention bias
         without that axis on as it is (B rows), which the kernels refuse ("attn_bias: wrong shape
-        (batch dimension)"); a mask with the axis is folded with the rest."""
+        (batch dimension)"); a mask with the axis is folded with the rest.
+
+        The memory-efficient kernel is left out: on an H200 its backward, compiled under ``vmap``,
+        refused the log-sum-exp it had saved ("LSE is not correctly aligned (strideH)"). With a mask,
+        a GPU then computes attention as plain matrix products and a softmax (the math kernel), which
+        inductor compiles like the rest; a CPU, whose kernels for a mask are flash and math, is
+        unchanged."""
         per_model = [dict(m.named_parameters()) for m in models]
         params = {name: torch.stack([p[name] for p in per_model]) for name in per_model[0]}   # (K, *shape)
         masks = attention_mask.expand(len(models), *attention_mask.shape)                      # (K, B, T)
@@ -107,8 +114,9 @@ class PerContextModel(AbsaPreTrainedModel):
         def one(p: dict, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor | None) -> torch.Tensor:
             return functional_call(models[0], p, (ids, mask, types)).logits                    # (B, C)
 
-        every = vmap(one, in_dims=(0, None, 0, None), randomness="different")(
-            params, input_ids, masks, token_type_ids)                                           # (K, B, C)
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+            every = vmap(one, in_dims=(0, None, 0, None), randomness="different")(
+                params, input_ids, masks, token_type_ids)                                       # (K, B, C)
         return PerContextModel._own_rows(every, context_ids, labels)
 
     @staticmethod
