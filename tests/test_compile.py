@@ -406,6 +406,47 @@ def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_a
         torch.testing.assert_close(out["stacked"][1][name], g, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("backend", [None, "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_bert_single_stacked_routing_trains_on_the_math_attention_a_gpu_takes(monkeypatch, backend):
+    """With a padding mask and the memory-efficient kernel left out, a GPU computes the stacked
+    step's attention with the math kernel (products, softmax and dropout, under ``vmap``), which a
+    CPU would not pick; forced here. In eval mode it gives the sparse logits; in training, under bf16
+    autocast, each model draws its own dropout and exactly the present contexts' models get
+    gradients, eager, traced, or compiled by inductor (about 30 s)."""
+    from torch.nn.attention import SDPBackend
+
+    import absa_lib.models.per_context as per_context
+
+    chosen = per_context.sdpa_kernel
+    monkeypatch.setattr(per_context, "sdpa_kernel", lambda backends: chosen([SDPBackend.MATH]))
+    torch.manual_seed(0)
+    model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
+    batch = {**_batch(), "context_ids": torch.tensor([0, 3, 3, 0, 1, 0])}      # context 2 absent
+    step = per_context.RoutedStep(model, per_context.PerContextModel.stacked, list(model.models))
+    step = step if backend is None else torch.compile(step, backend=backend)
+    sparse = per_context.RoutedStep(model, per_context.PerContextModel.route, list(model.models))
+    torch.testing.assert_close(step(**batch).logits, sparse(**batch).logits, atol=1e-6, rtol=1e-5)
+
+    model.train()
+    for other in model.models[1:]:
+        other.load_state_dict(model.models[0].state_dict())
+    model.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = step(**batch)
+    out.loss.backward()
+    model.drop_absent_grads(batch["context_ids"])
+    assert torch.isfinite(out.loss)
+    has_grads = [all(p.grad is not None for p in m.parameters()) for m in model.models]
+    assert has_grads == [True, True, False, True]
+    torch.manual_seed(7)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        same = step(**{**batch, "context_ids": torch.zeros(6, dtype=torch.long)}).logits.detach().float()
+    torch.manual_seed(7)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        other = step(**{**batch, "context_ids": torch.ones(6, dtype=torch.long)}).logits.detach().float()
+    assert not torch.allclose(same, other)               # identical models, own dropout draws
+
+
 def test_an_unknown_routing_is_one_line():
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=2, num_aspects=2)
     with pytest.raises(AbsaError, match="routing='batched' is not one of sparse, dense, stacked"):
