@@ -68,13 +68,12 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     (:func:`absa_lib.tables.split_by_budget`, most runs first), then, with no runs, each budget
     that another variant of the table has and it lacks (in the order the table first shows them);
     one empty group when the table has no run."""
-    split = [{budget_key(g[0].config): g for g in split_by_budget(runs)} for runs in per_variant]
+    split = [{budget_key(g[0].config): (budget_columns(g), g) for g in split_by_budget(runs)} for runs in per_variant]
     every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
-        for key, g in groups.items():
-            every.setdefault(key, {**budget_columns(g), "device": ""})    # no runs: trained nowhere
-    return [[(budget_columns(g), g) for g in groups.values()]
-            + [(columns, []) for key, columns in every.items() if key not in groups]
+        for key, (columns, _) in groups.items():
+            every.setdefault(key, {**columns, "device": ""})               # no runs: trained nowhere
+    return [list(groups.values()) + [(columns, []) for key, columns in every.items() if key not in groups]
             or [(budget_columns([]), [])] for groups in split]
 
 
