@@ -22,7 +22,9 @@ machine without bf16 is a different run.
 
 Compiled training pads each batch to a multiple of :data:`COMPILE_PAD_MULTIPLE` tokens, so a run
 sees a handful of input shapes instead of one per length (padding is masked out; the math is the
-same). The compiled step draws its dropout masks from a different random stream, so a compiled run
+same), and after the second length one graph serves them all. BERT-single's stacked step (mixed
+batches) pads every batch to the run's ``max_length``: its graph cannot take a length as a
+variable, so each length would be compiled anew (``PerContextModel.stacked``). The compiled step draws its dropout masks from a different random stream, so a compiled run
 is a different run (the setting is part of its identity), as a different seed would be.
 """
 
@@ -67,9 +69,12 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def pad_multiple(mode: str) -> int:
-    """What batches are padded to a multiple of under compile ``mode`` (1: the longest input)."""
-    return 1 if mode == "none" else COMPILE_PAD_MULTIPLE
+def pad_multiple(mode: str, routing: str | None = None, max_length: int = 128) -> int:
+    """What batches are padded to a multiple of under compile ``mode`` (1: the longest input), for a
+    step that routes by ``routing`` (``compiled``'s): ``max_length``, one length, for ``stacked``."""
+    if mode == "none":
+        return 1
+    return max_length if routing == "stacked" else COMPILE_PAD_MULTIPLE
 
 
 def compiled(model: torch.nn.Module, mode: str, routing: str | None = None):

@@ -259,7 +259,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     if not keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    step_model = compiled(model, config.compile, step_routing(model, config.sampler))   # bert-single: K routed
+    step_model = compiled(model, config.compile, step_routing(config.model, config.sampler))   # bert-single: K routed
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
                     state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, keep_resume_state)
@@ -272,7 +272,8 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     t0, losses = time.time(), []
     order = epoch_batches(config, s.train_enc, epoch)
     bar = _Progress(progress, len(order), f"epoch {epoch}/{config.epochs}")
-    for _, batch in batches(s.train_enc, order, s.pad_id, pad_multiple(config.compile)):
+    pad = pad_multiple(config.compile, step_routing(config.model, config.sampler), config.max_length)
+    for _, batch in batches(s.train_enc, order, s.pad_id, pad):
         factor = lr_factor(state["step"], s.total_steps, config.warmup, config.schedule)
         for group in s.optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor

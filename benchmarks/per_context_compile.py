@@ -8,7 +8,8 @@ of the model. The fourth way, ``per-context``, is the tables' BERT-single: each 
 context's rows, so a step runs one classifier (sparse routing, by parts). This times, for each way,
 from a cold compile cache:
 
-- ``first steps``: the steps that compile (one per batch shape: two lengths, as padded batches have),
+- ``first steps``: the steps that compile (one per batch shape: two lengths, as padded batches have;
+  training pads the stacked step's batches to ``max_length``, one length: time it with ``--length 112``),
 - ``forward+backward``: the median of the later steps' forward and backward passes,
 - ``update``: the median of what training does after them: the global gradient-norm clip, the
   fused AdamW step over the classifiers that have gradients (all K on mixed batches, one per-context)

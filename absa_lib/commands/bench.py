@@ -185,12 +185,15 @@ def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple
     from absa_lib.device import pad_multiple
     from absa_lib.features import encode_examples
     from absa_lib.inference import to_device
+    from absa_lib.models.per_context import step_routing
 
     examples = D.load_examples(args.dataset, args.split, data_dir=args.data_dir)
     encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
     data = {}
     for label, (_, grouped, mode) in settings.items():
-        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad_multiple(mode))]
+        stacked = any(step_routing(name, args.sampler) == "stacked" for name in args.model)   # as training pads it
+        pad = pad_multiple(mode, "stacked" if stacked else None, args.max_length)
+        batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad)]
         data[label] = batches[:args.warmup], batches[args.warmup:]
     return data
 
@@ -211,7 +214,7 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
                                    num_contexts=D.num_contexts(args.dataset),
                                    num_aspects=D.group_size(args.dataset)).to(device)
         opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
-        routing = step_routing(model, args.sampler)
+        routing = step_routing(name, args.sampler)
         steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}
         for label, (precision, _, _) in settings.items():
             for batch in data[label][0]:

@@ -33,7 +33,8 @@ classifier's does), and a batch runs one model. Mixed batches cannot route spars
 share of a batch varies, and each new count would be a new shape to compile), so they route
 stacked, compiled as one graph: one batched model instead of K calls of one
 (on an H200 each call's forward and backward on a batch of 24, little arithmetic, took about 4 ms,
-so eight calls made a mixed step's 5 times a per-context step's). Both are a :class:`RoutedStep`.
+so eight calls made a mixed step's 5 times a per-context step's), with every batch padded to
+``max_length`` (:meth:`PerContextModel.stacked`). Both are a :class:`RoutedStep`.
 Dense routing by parts and over the whole set (under ``torch.compiler.is_compiling()``, K copies of the model in
 one graph) stay for ``benchmarks/per_context_compile.py``, which compares them.
 """
@@ -102,11 +103,14 @@ class PerContextModel(AbsaPreTrainedModel):
         without that axis on as it is (B rows), which the kernels refuse ("attn_bias: wrong shape
         (batch dimension)"); a mask with the axis is folded with the rest.
 
-        The memory-efficient kernel is left out: on an H200 its backward, compiled under ``vmap``,
-        refused the log-sum-exp it had saved ("LSE is not correctly aligned (strideH)"). With a mask,
-        a GPU then computes attention as plain matrix products and a softmax (the math kernel), which
-        inductor compiles like the rest; a CPU, whose kernels for a mask are flash and math, is
-        unchanged."""
+        Attention is the math kernel's (matrix products and a softmax, which inductor compiles with
+        the rest), on every device: on an H200 the memory-efficient kernel's backward, compiled
+        under ``vmap``, refused the log-sum-exp it had saved ("LSE is not correctly aligned
+        (strideH)"), and a CPU's flash kernel has no vmap rule (torch calls it once per model).
+
+        Compiled, the step's graph holds the batch's shape as constants: under ``vmap`` the batching
+        rules of the embedding lookups and of layer norm read the sizes as numbers, so a new input
+        length is a new graph (``device.pad_multiple`` pads its batches to one length)."""
         per_model = [dict(m.named_parameters()) for m in models]
         params = {name: torch.stack([p[name] for p in per_model]) for name in per_model[0]}   # (K, *shape)
         masks = attention_mask.expand(len(models), *attention_mask.shape)                      # (K, B, T)
@@ -114,7 +118,7 @@ class PerContextModel(AbsaPreTrainedModel):
         def one(p: dict, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor | None) -> torch.Tensor:
             return functional_call(models[0], p, (ids, mask, types)).logits                    # (B, C)
 
-        with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        with sdpa_kernel([SDPBackend.MATH]):
             every = vmap(one, in_dims=(0, None, 0, None), randomness="different")(
                 params, input_ids, masks, token_type_ids)                                       # (K, B, C)
         return PerContextModel._own_rows(every, context_ids, labels)
@@ -198,11 +202,12 @@ def build_for_training(name: str, **kwargs) -> nn.Module:
     return build_per_context(**kwargs) if name == "bert-single" else build_model(name, **kwargs)
 
 
-def step_routing(model: nn.Module, sampler: str) -> str | None:
-    """How a training step routes a batch (``device.compiled``'s ``routing``): for a
-    :class:`PerContextModel`, ``sparse`` on per-context batches (one classifier a batch) and
-    ``stacked`` on mixed ones (all K as one batched model); None for any other model."""
-    if not isinstance(model, PerContextModel):
+def step_routing(name: str, sampler: str) -> str | None:
+    """How a training step of model ``name`` routes a batch (``device.compiled``'s ``routing``):
+    for ``bert-single`` (a :class:`PerContextModel`), ``sparse`` on per-context batches (one
+    classifier a batch) and ``stacked`` on mixed ones (all K as one batched model); None for any
+    other model."""
+    if name != "bert-single":
         return None
     return "sparse" if sampler == "per-context" else "stacked"
 
