@@ -24,8 +24,9 @@ Compiled training pads each batch to a multiple of :data:`COMPILE_PAD_MULTIPLE` 
 sees a handful of input shapes instead of one per length (padding is masked out; the math is the
 same), and after the second length one graph serves them all. BERT-single's stacked step (mixed
 batches) pads every batch to the run's ``max_length``: its graph cannot take a length as a
-variable, so each length would be compiled anew (``PerContextModel.stacked``). The compiled step draws its dropout masks from a different random stream, so a compiled run
-is a different run (the setting is part of its identity), as a different seed would be.
+variable, so each length would be compiled anew (``PerContextModel.stacked``). The compiled step
+draws its dropout masks from a different random stream, so a compiled run is a different run
+(the setting is part of its identity), as a different seed would be.
 """
 
 from __future__ import annotations

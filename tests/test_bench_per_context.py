@@ -59,7 +59,8 @@ def test_step_routing_and_build_for_training():
     pair = build_for_training("bert-pair", backbone="tiny", num_labels=3, num_contexts=5)
     assert isinstance(single, PerContextModel) and len(single.models) == 5
     assert not isinstance(pair, PerContextModel)
-    assert step_routing("bert-single", "per-context") == "sparse" and step_routing("bert-single", "uniform") == "stacked"
+    assert step_routing("bert-single", "per-context") == "sparse"
+    assert step_routing("bert-single", "uniform") == "stacked"
     assert step_routing("bert-pair", "uniform") is None
 
 

@@ -189,9 +189,9 @@ def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple
 
     examples = D.load_examples(args.dataset, args.split, data_dir=args.data_dir)
     encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
+    stacked = any(step_routing(name, args.sampler) == "stacked" for name in args.model)   # as training pads it
     data = {}
     for label, (_, grouped, mode) in settings.items():
-        stacked = any(step_routing(name, args.sampler) == "stacked" for name in args.model)   # as training pads it
         pad = pad_multiple(mode, "stacked" if stacked else None, args.max_length)
         batches = [to_device(b, device) for b in _batches(args, tokenizer, encoded, grouped, pad)]
         data[label] = batches[:args.warmup], batches[args.warmup:]
