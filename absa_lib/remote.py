@@ -389,7 +389,9 @@ def marked_done(path: Path) -> bool:
 
 def cell_status(work: Path) -> list[dict]:
     """One row per cell of every grid started in ``work``: done, or training (epochs so far),
-    waiting, or failed (its grid ended without it; the run log's last lines)."""
+    waiting, or failed (its grid ended without it). A training or failed row carries its run log's
+    last lines (``log_tail``: progress, compiler warnings, the error), so that a bundle written at a
+    command's limit says where a run stood and why."""
     from absa_lib.config import run_path
 
     params = started_params(work)
@@ -411,7 +413,7 @@ def cell_status(work: Path) -> list[dict]:
                     row["seconds_left"] = left
             else:
                 row.update(state="waiting" if running else "failed")
-            if row["state"] == "failed":
+            if row["state"] in ("training", "failed"):
                 row["log_tail"] = _tail(Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log")
             rows.append(row)
     return rows

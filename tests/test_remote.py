@@ -18,6 +18,7 @@ from absa_lib.remote import (
     GridSpec,
     cell_status,
     gpu_fingerprints,
+    grid_cells,
     grids,
     import_bundle,
     is_running,
@@ -312,6 +313,41 @@ def test_start_with_another_grid_list_while_grids_run_is_refused(tmp_path):
     assert lines == ["[remote] grid 0 (tables:bert-pair:1) has ended"] and again[0]["pid"] == proc.pid
     with pytest.raises(AbsaError, match="collect with the same --grid list"):
         start(tmp_path, params, [GridSpec.parse("tables:cg-bert:1")], reference=None, log=lambda *_: None, collect=True)
+
+
+def test_a_training_or_failed_cell_carries_its_run_logs_last_lines(tmp_path):
+    """A bundle written at a command's limit must say where a run still training stood (its progress,
+    the compiler's warnings), not only a failed run's error."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from absa_lib.config import run_path
+    from absa_lib.fileio import atomic_write_json
+
+    params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    cell = grid_cells(params, GridSpec.parse("tables:bert-pair:1"))[0]
+    path = run_path(cell.config, params["runs_dir"])
+    atomic_write_json(path / "metrics.json", {"epochs": [{"epoch": 1, "seconds": 9.0}], "complete": False})
+    log = [f"[absa] epoch 2/{cell.config.epochs} batch {b}/571 loss 0.5" for b in range(30)]
+    (Path(params["runs_dir"]) / "grid_logs").mkdir(parents=True)
+    (Path(params["runs_dir"]) / "grid_logs" / f"{path.name}.log").write_text("\n".join(log) + "\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "absa_lib.cli", "grid"])
+    try:
+        atomic_write_json(tmp_path / "grids" / "00.json", {"grid": "tables:bert-pair:1", "pid": proc.pid})
+        [row] = cell_status(tmp_path)
+        assert row["state"] == "training" and row["epochs"] == f"1/{cell.config.epochs}"
+        assert row["log_tail"] == log[-20:]
+    finally:
+        proc.kill()
+        proc.wait()
+    [row] = cell_status(tmp_path)                       # the grid ended without finishing it
+    assert row["state"] == "failed" and row["log_tail"] == log[-20:]
+    atomic_write_json(path / "metrics.json", {"epochs": [{"epoch": 1, "seconds": 9.0}], "complete": True})
+    [row] = cell_status(tmp_path)
+    assert row["state"] == "done" and "log_tail" not in row
 
 
 def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path, capsys):
