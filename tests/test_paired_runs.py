@@ -224,18 +224,18 @@ def test_the_dynamic_weights_pair_quoted_in_the_docs(capsys):
 def test_the_dynamic_weights_second_seed_quoted_in_the_docs(capsys):
     # docs/results.md: joint-dwa seed 43 (its own folder, the float16 backbone copy) against joint
     # seed 43 and against the single head's seed 43; neither base holds a seed 44, so no scale
-    new = str(REFERENCE / "checks" / "joint_dwa_43_cpu")
-    assert paired_runs.main(["objective", new, str(REFERENCE / "checks" / "other_bert_25ep_cpu"),
-                             "--epochs-from", "10"]) == 0
-    dwa = lines_after(capsys.readouterr().out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 43: objective ")
+    def pairs_with(base: str) -> list[str]:
+        assert paired_runs.main(["objective", str(REFERENCE / "checks" / "joint_dwa_43_cpu"),
+                                 str(REFERENCE / "checks" / base), "--epochs-from", "10"]) == 0
+        return lines_after(capsys.readouterr().out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 43: objective ")
+
+    dwa = pairs_with("other_bert_25ep_cpu")
     assert dwa[0].startswith("joint -> joint-dwa; no scale:")
     assert re.fullmatch(r" +F1 +85\.4 -> +84\.8 +\( -0\.5\) +seed: +–", dwa[3])
     assert re.fullmatch(r" +Binary +91\.1 -> +92\.0 +\( \+0\.9\) +seed: +–", dwa[4])
     assert re.fullmatch(r" +3-class +84\.1 -> +86\.5 +\( \+2\.5\) +seed: +–", dwa[5])
     assert re.fullmatch(r" +4-class +80\.4 -> +82\.7 +\( \+2\.3\) +seed: +–", dwa[6])
-    assert paired_runs.main(["objective", new, str(REFERENCE / "checks" / "qacg_precision_25ep_cpu"),
-                             "--epochs-from", "10"]) == 0
-    single = lines_after(capsys.readouterr().out, "semeval qacg-bert (no aux) joint-dwa (paper) seed 43: objective ")
+    single = pairs_with("qacg_precision_25ep_cpu")
     assert single[0].startswith("single -> joint-dwa; no scale:")
     assert re.fullmatch(r" +F1 +85\.7 -> +84\.8 +\( -0\.8\) +seed: +–", single[3])
     assert re.fullmatch(r" +4-class +78\.7 -> +82\.7 +\( \+4\.0\) +seed: +–", single[6])
