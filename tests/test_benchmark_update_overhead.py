@@ -1,0 +1,41 @@
+"""benchmarks/update_overhead.py: the update it times is training's (the model's parameter groups,
+fused AdamW, the clip), on every classifier's tensors or one's; the timings are its output, not tested."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from absa_lib.models.per_context import build_per_context
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_update", ROOT / "benchmarks" / "update_overhead.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_it_times_every_classifiers_update_then_one_classifiers():
+    per_classifier = sum(p.requires_grad for p in build_per_context(
+        backbone="tiny", num_labels=3, num_contexts=5).models[0].parameters())
+    rows = bench.measure("tiny", "semeval", steps=2)
+    assert [(r["classifiers"], r["tensors"], r["with_gradients"]) for r in rows] == [
+        (5, 5 * per_classifier, 5 * per_classifier), (5, 5 * per_classifier, per_classifier)]
+    assert all(r["groups"] == 2 for r in rows)                  # decay and no decay, as training builds them
+    assert all(r["clip_ms"] > 0 and r["adamw_ms"] > 0 and r["reset_ms"] >= 0 for r in rows)
+
+
+def test_a_timed_call_runs_its_warm_up_and_the_steps():
+    calls = []
+    assert bench.timed(lambda: calls.append(torch.zeros(1)), steps=3) > 0
+    assert len(calls) == 23
+
+
+def test_the_compiled_update_steps_with_the_schedules_rates(monkeypatch):
+    from functools import partial
+
+    monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
+    r = bench.measure_compiled("tiny", "semeval", steps=2)
+    assert r["tensors"] > 0 and r["compile_s"] > 0 and r["update_ms"] > 0
+    torch._dynamo.reset()
