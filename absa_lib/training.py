@@ -326,7 +326,18 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
     if progress:
         print(f"[absa] epoch {epoch}/{config.epochs} loss {row['train_loss']:.4f} "
               f"dev {s.sel_metric} {row['dev'][s.sel_metric]:.4f} test {row['test'][s.sel_metric]:.4f} "
-              f"({row['seconds']:.0f}s)", file=sys.stderr, flush=True)
+              f"({row['seconds']:.0f}s{_compiled_graphs(config)})", file=sys.stderr, flush=True)
+
+
+def _compiled_graphs(config: TrainConfig) -> str:
+    """For the epoch line of a compiled run: how many graphs torch.compile has made in this process,
+    so that a count still growing after the first epoch (a new graph per batch shape, and past
+    dynamo's recompile limit steps that run uncompiled) shows in the log."""
+    if config.compile == "none":
+        return ""
+    from torch._dynamo.utils import counters
+
+    return f"; {counters['stats']['unique_graphs']} graphs compiled in this process"
 
 
 def _finish(s: _Session) -> Run:

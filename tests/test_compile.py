@@ -9,6 +9,8 @@ backend (seconds) to count the graphs, and one (marked slow) compiles its stacke
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -156,13 +158,13 @@ def test_training_compiles_bert_single_sparse_on_per_context_batches_and_stacked
 
 
 def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serves_them(monkeypatch, tmp_path,
-                                                                                       real_data_dir):
+                                                                                       real_data_dir, capsys):
     """Under ``vmap`` the stacked step's graph holds the input length as a constant (the batching
     rules of the embedding lookups and of layer norm read it), so padded to a multiple of 16 each new
     length was a graph compiled anew: on this CPU the 25-epoch run's first epoch compiled 8 and hit
     dynamo's limit, past which a step runs eager. Training pads the stacked step's batches to
     ``max_length``: one graph for the full batches, one for the short last batch (traced by dynamo's
-    ``eager`` backend). Per-context batches keep the multiple of 16."""
+    ``eager`` backend), which the epoch's line reports. Per-context batches keep the multiple of 16."""
     from functools import partial
 
     from torch._dynamo.utils import counters
@@ -181,10 +183,11 @@ def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serv
     config = run_config.TrainConfig(dataset="sentihood", model="bert-single", aux="single", backbone="tiny",
                                     epochs=1, batch_size=8, max_length=96, max_train_examples=124,
                                     max_eval_examples=16, compile="default", sampler="uniform")
-    training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
+    training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=True)
     assert lengths == [96] * 16                                 # 15 batches of 8 and one of 4
     assert counters["stats"]["unique_graphs"] == 2
     assert counters["frames"]["total"] == counters["frames"]["ok"] == 2
+    assert re.search(r"\[absa\] epoch 1/1 loss .*; 2 graphs compiled in this process\)", capsys.readouterr().err)
     torch._dynamo.reset()
 
 
