@@ -15,12 +15,14 @@ one (per-context batches: the other K-1 have none, as Adam skips them).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
 
 from absa_lib import data as D
 from absa_lib.config import TrainConfig
+from absa_lib.errors import AbsaError
 from absa_lib.models.per_context import build_per_context
 from absa_lib.optim import build_optimizer
 
@@ -49,7 +51,6 @@ def shrunk(backbone: str, dataset: str):
 def measure(backbone: str, dataset: str, steps: int) -> list[dict]:
     """Per case (every classifier with gradients, then only the first): milliseconds per update of
     the clip, the AdamW step and the gradient reset, on the model's tensors shrunk to one element."""
-    K = D.num_contexts(dataset)
     model, params, config, optimizer = shrunk(backbone, dataset)
     rows = []
     for with_grads in (params, list(model.models[0].parameters())):
@@ -64,7 +65,8 @@ def measure(backbone: str, dataset: str, steps: int) -> list[dict]:
         reset = (timed(lambda: (optimizer.zero_grad(set_to_none=True), give_grads()), steps)
                  - timed(give_grads, steps))                  # the reset alone
         optimizer.zero_grad(set_to_none=True)
-        rows.append({"classifiers": K, "tensors": len(params), "with_gradients": len(with_grads),
+        rows.append({"classifiers": len(model.models), "tensors": len(params),
+                     "with_gradients": len(with_grads),
                      "groups": len(optimizer.param_groups), "fused": optimizer.defaults.get("fused"),
                      "clip_ms": clip, "adamw_ms": adamw, "reset_ms": max(reset, 0.0)})
     return rows
@@ -109,8 +111,14 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true",
                         help="also time the clip and AdamW compiled as one function (minutes of compiling)")
     args = parser.parse_args()
+    for name in ("steps", "threads"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} {getattr(args, name)}: expected a whole number of at least 1")
     torch.set_num_threads(args.threads)
-    rows = measure(args.backbone, args.dataset, args.steps)
+    try:
+        rows = measure(args.backbone, args.dataset, args.steps)
+    except AbsaError as err:                              # an unknown backbone, say
+        sys.exit(f"update_overhead: {err}")
     r = rows[0]
     print(f"bert-single, {args.dataset}, {args.backbone}: {r['classifiers']} classifiers, "
           f"{r['tensors']} tensors, {r['groups']} AdamW groups, fused={r['fused']}; "

@@ -39,3 +39,16 @@ def test_the_compiled_update_steps_with_the_schedules_rates(monkeypatch):
     r = bench.measure_compiled("tiny", "semeval", steps=2)
     assert r["tensors"] > 0 and r["compile_s"] > 0 and r["update_ms"] > 0
     torch._dynamo.reset()
+
+
+def test_bad_arguments_are_one_line_each():
+    import subprocess
+    import sys
+
+    script = str(ROOT / "benchmarks" / "update_overhead.py")
+    for argv, line in ((["--steps", "0"], "error: --steps 0: expected a whole number of at least 1"),
+                       (["--threads", "0"], "error: --threads 0: expected a whole number of at least 1"),
+                       (["--backbone", "nosuch"], "update_overhead: backbone 'nosuch' is neither one of")):
+        done = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert done.returncode != 0 and line in done.stderr and "Traceback" not in done.stderr, done.stderr
