@@ -31,7 +31,7 @@ import pandas as pd
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
-from absa_lib.runs import device_name
+from absa_lib.runs import describe, device_name
 
 PROTOCOLS = ("dev_best", "test_best")
 PROTOCOL_LABELS = {
@@ -67,6 +67,19 @@ def matches(config: dict, row: PaperRow, dataset: str) -> bool:
             and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
 
 
+OWN_TITLES = {"aspect_strict_acc": "Strict Acc", "aspect_macro_p": "Macro-P", "aspect_macro_r": "Macro-R",
+              "aspect_macro_f1": "Macro-F1", "aspect_auc": "Aspect AUC", "sentiment_acc": "Sentiment Acc",
+              "sentiment_macro_f1": "Sentiment Macro-F1"}
+
+
+def metric_columns(dataset: str) -> tuple[tuple[str, str, int], ...]:
+    """``(metric key, column title, decimals)`` of a dataset's table: the paper's (:data:`METRICS`) for
+    SentiHood and SemEval, your own data's metrics (:mod:`absa_lib.metrics`) with one decimal."""
+    from absa_lib.metrics import metric_keys
+
+    return METRICS.get(dataset) or tuple((key, OWN_TITLES[key], 1) for key in metric_keys(dataset))
+
+
 def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[float, float]]:
     """Mean ± sd (in %) of each table metric over runs; SemEval F1 from mean P and mean R (sd NaN).
 
@@ -74,12 +87,13 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
     """
     from absa_lib.metrics import F1_OF_MEANS, aggregate_seeds
 
+    columns = metric_columns(dataset)
     if not per_run:
-        return {key: (math.nan, math.nan) for key, _, _ in METRICS[dataset]}
+        return {key: (math.nan, math.nan) for key, _, _ in columns}
     agg = aggregate_seeds(per_run, dataset)
     if dataset == "semeval":
         agg["mean"]["aspect_f1"], agg["sd"]["aspect_f1"] = agg["mean"][F1_OF_MEANS], agg["sd"][F1_OF_MEANS]
-    return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in METRICS[dataset]}
+    return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in columns}
 
 
 def budget_key(config: dict) -> tuple:
@@ -89,10 +103,19 @@ def budget_key(config: dict) -> tuple:
 
 def split_by_budget(runs: list) -> list[list]:
     """``runs`` in groups of one :func:`budget_key` each (most runs first): runs of different
-    budgets are never averaged together."""
+    budgets are never averaged together. Two runs of one seed in a group (a copy of a run in a
+    subfolder, or the same seed on other backbone weights) are refused, never averaged as two seeds."""
     groups: dict[tuple, list] = {}
     for r in runs:
         groups.setdefault(budget_key(r.config), []).append(r)
+    for group in groups.values():                  # a mean over seeds, not over copies of one seed
+        first: dict = {}
+        for r in group:
+            other = first.setdefault(r.config.get("seed"), r)
+            if other is not r:
+                raise AbsaError(f"{other.path} and {r.path} are both seed {r.config.get('seed')} of "
+                                f"{describe(r.config, seed=False)} at one budget: a row averages distinct seeds, "
+                                "so move one of them out of the runs folder (`absa summary` shows copies apart)")
     return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
 
 
@@ -186,7 +209,7 @@ def trivial_values(dataset: str, metrics: dict[str, float]) -> dict[str, float]:
     """One trivial predictor's metrics (from :func:`trivial_baselines`) as table cells: ``<m>`` in %,
     ``<m>_sd`` NaN (a constant predictor has no seeds). Every table with trivial rows uses them."""
     values = {}
-    for key, _, _ in METRICS[dataset]:
+    for key, _, _ in metric_columns(dataset):
         values[key], values[f"{key}_sd"] = 100.0 * metrics.get(key, math.nan), math.nan
     return values
 

@@ -308,3 +308,21 @@ def test_a_benchmark_exported_in_this_format_reads_back_as_its_examples(dataset,
         assert sorted(ours_rows) == sorted(theirs_rows), split
         if dataset == "semeval":        # also in order (SentiHood lists every LOCATION1 group first)
             assert ours_rows == theirs_rows, split
+
+
+def test_a_summary_of_your_runs_shows_your_metrics_and_your_trivial_rows(trained, phones):
+    from absa_lib.summary import summarize
+
+    text, frame = summarize(trained.path.parents[2], ("dev_best",))
+    assert "| Run | Seeds | Epochs chosen | Strict Acc | Macro-P | Macro-R | Macro-F1 | Aspect AUC | Sentiment " \
+           "Acc | Sentiment Macro-F1 |" in text
+    ours = frame[frame["source"] == "ours"].iloc[0]
+    assert ours["seeds"] == "3" and ours["epochs_chosen"] == str(trained.selected()["epoch"])
+    assert ours["aspect_strict_acc"] == pytest.approx(100 * trained.selected()["test"]["aspect_strict_acc"])
+    assert list(frame.loc[frame["source"] == "trivial", "row"]) == ["All-none (trivial)",
+                                                                    "Majority polarity: positive (trivial)"]
+    D.OWN.clear()                           # a new process: only the run records know the dataset
+    text, frame = summarize(trained.path.parents[2], ("dev_best",))
+    assert "trivial" not in set(frame["source"]) and "give its folder (`absa summary --data FOLDER`)" in text
+    text, frame = summarize(trained.path.parents[2], ("dev_best",), own_folders=(phones,))
+    assert list(frame["source"]) == ["ours", "trivial", "trivial"]

@@ -168,6 +168,35 @@ def test_ablation_table_means():
     assert "trained on" not in md                       # these records name no machine
 
 
+def test_two_copies_of_one_seed_are_refused_not_averaged_as_two_seeds(tmp_path):
+    """A finished run copied into a subfolder of the runs folder (a backup, a second import) is found
+    twice by `render`'s search; a row once counted it as two seeds, with a shrunken sd."""
+    import shutil
+
+    from absa_lib.errors import AbsaError
+    from absa_lib.runs import find_runs
+
+    reference = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
+    record = find_runs(reference, dataset="sentihood", model="qacg-bert", aux="NLI-M", preset="paper",
+                       model_overrides={}, objective="single", sampler="uniform")[0].path        # a table cell
+    shutil.copytree(record, tmp_path / "runs" / "sentihood" / "qacg-bert" / record.name)
+    found = find_runs(tmp_path / "runs")
+    table = T.build_table("sentihood", found, protocols=("dev_best",))
+    assert table.loc[table.source == "ours", "n_seeds"].tolist() == [1]             # one copy: one seed
+    shutil.copytree(record, tmp_path / "runs" / "backup" / "sentihood" / "qacg-bert" / record.name)
+    found = find_runs(tmp_path / "runs", dataset="sentihood")
+    assert len(found) == 2
+    seed = found[0].config["seed"]
+    with pytest.raises(AbsaError, match=rf"runs/backup/sentihood/qacg-bert/{record.name} and \S+/runs/sentihood/"
+                       rf"qacg-bert/{record.name} are both seed {seed} of sentihood qacg-bert NLI-M \(paper\) "
+                       r"at one budget: a row averages distinct seeds"):
+        T.build_table("sentihood", found)
+    same_seed = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, v) for v in (0.6, 0.7)]
+    same_seed[1].config["backbone_fingerprint"] = "587e9ebe000b7363"       # the same seed, other weights
+    with pytest.raises(AbsaError, match="are both seed 1 of"):
+        variant_tables.ablation_table("sentihood", [variant_tables.Variant("QACG-BERT", "none", same_seed)])
+
+
 def test_runs_of_different_budgets_are_never_averaged_together():
     """A variant (or system) trained at two budgets gets one row per budget, most seeds first; a
     record without the newer ``compile`` field is the same budget as one that says ``none``."""

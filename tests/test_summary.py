@@ -1,0 +1,100 @@
+"""`absa summary`: the committed 25-epoch CPU checks summarised as the docs quote them, seeds of one
+configuration averaged, copies of one run and runs of other weights kept apart, unfinished runs
+named and not counted, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from absa_lib.cli import main
+from absa_lib.summary import summarize
+
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
+CHECKS = REFERENCE / "checks"
+
+
+def row(text: str, start: str, block: int = 0) -> list[str]:
+    """The cells of the Markdown row starting with ``start`` in the ``block``-th selection block."""
+    section = text.split("## Selection: ")[1 + block]
+    lines = [line for line in section.splitlines() if line.startswith(f"| {start} |")]
+    assert len(lines) == 1, (start, lines)
+    return [c.strip() for c in lines[0].strip("|").split("|")]
+
+
+def copy_run(source: Path, dest: Path) -> Path:
+    return shutil.copytree(source, dest / source.name)
+
+
+def test_two_seeds_are_one_row_at_the_dev_selected_epochs_as_the_docs_quote_them(real_data_dir):
+    # docs/results.md: MAN-BERT on SemEval, seeds 42 and 43 on this CPU: F1 89.29, 4-class 81.6 ± 0.7
+    text, frame = summarize(CHECKS / "other_bert_25ep_cpu", data_dir=real_data_dir)
+    cells = row(text, "man-bert (no aux) (paper), minilm, 25 epochs")
+    assert cells[1:3] == ["42 43", "15 16"]
+    assert cells[3:] == ["91.20 ± 0.03", "87.46 ± 1.86", "89.29", "91.4 ± 0.4", "85.0 ± 0.7", "81.6 ± 0.7"]
+    assert text.index("dev-best (default") < text.index("test-best (official code's protocol")
+    # the test-selected block: the same runs at the epochs the test set chose, labelled as such
+    assert row(text, "man-bert (no aux) (paper), minilm, 25 epochs", block=1)[1:3] == ["42 43", "20 16"]
+    assert row(text, "All-none (trivial)")[3:6] == ["0.00", "0.00", "0.00"]
+    man = frame[(frame["row"].str.startswith("man-bert")) & (frame["selection"] == "dev_best")].iloc[0]
+    assert man["n_seeds"] == 2 and man["run_ids"] == "c8862a4bae21 7052b7ba7a0a"
+    assert man["aspect_f1"] == pytest.approx(89.29, abs=0.005)
+
+
+def test_one_run_retrained_elsewhere_is_two_rows_not_two_seeds(tmp_path, real_data_dir):
+    # the same configuration (run id) trained on two CPUs: a row per copy, named by its folder
+    first, second = CHECKS / "fp32_other_cpu", CHECKS / "fp32_other_cpu_isa_avx2"
+    run_id = sorted(p.name for p in first.iterdir() if (second / p.name / "config.json").is_file())[0]
+    copy_run(first / run_id, tmp_path / "a")
+    copy_run(second / run_id, tmp_path / "b")
+    text, frame = summarize(tmp_path, ("dev_best",), data_dir=real_data_dir)
+    ours = frame[frame["source"] == "ours"]
+    assert len(ours) == 2 and list(ours["n_seeds"]) == [1, 1]
+    assert [r.endswith(f"[folder={tmp_path / n}]") for r, n in zip(ours["row"], "ab", strict=True)] == [True, True]
+
+
+def test_other_backbone_weights_are_another_row_named_by_the_field(tmp_path, real_data_dir):
+    # joint-dwa seed 43 on the float16 copy of MiniLM and on its original weights (docs/results.md)
+    copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "runs")
+    copy_run(CHECKS / "minilm_files_f9bd" / "5e361be06ea7", tmp_path / "runs")
+    text, frame = summarize(tmp_path / "runs", ("dev_best",), data_dir=real_data_dir)
+    name = "qacg-bert (no aux) joint-dwa (paper), minilm, 25 epochs"
+    assert row(text, f"{name} [backbone_fingerprint=587e9ebe000b7363]")[1:3] == ["43", "19"]
+    assert row(text, f"{name} [backbone_fingerprint=f9bd6085d3165343]")[1] == "43"
+
+
+def test_a_run_still_training_is_named_and_not_counted(tmp_path, real_data_dir):
+    run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "runs")
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({"epochs": metrics["epochs"][:7]}))       # stopped
+    text, frame = summarize(tmp_path / "runs", data_dir=real_data_dir)
+    assert frame.empty and "## Selection" not in text
+    assert f"- {run} (7 of 25 epochs)" in text.splitlines()
+    copy_run(CHECKS / "other_bert_25ep_cpu" / "c8862a4bae21", tmp_path / "runs")
+    text, frame = summarize(tmp_path / "runs", data_dir=real_data_dir)
+    assert list(frame.loc[frame["source"] == "ours", "run_ids"]) == ["c8862a4bae21"] * 2
+    assert f"- {run} (7 of 25 epochs)" in text.splitlines()
+
+
+def test_without_the_data_the_trivial_rows_are_missing_with_the_reason(tmp_path):
+    text, frame = summarize(CHECKS / "other_bert_25ep_cpu", ("dev_best",), data_dir=tmp_path)
+    assert "trivial" not in set(frame["source"])
+    assert "_Trivial rows not shown: " in text and str(tmp_path) in text
+
+
+def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_data_dir, capsys):
+    out = tmp_path / "summary.csv"
+    assert main(["summary", str(CHECKS / "other_bert_25ep_cpu"), "--selection", "test_best",
+                 "--data-dir", str(real_data_dir), "--csv", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "## Selection: test-best" in printed and "dev-best" not in printed
+    header = out.read_text().splitlines()[0].split(",")
+    assert header[:4] == ["dataset", "row", "source", "selection"] and "aspect_f1_sd" in header
+    assert main(["summary", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.strip().endswith("not a folder; give the folder that `absa train --out` wrote to")
+    (tmp_path / "empty").mkdir()
+    assert main(["summary", str(tmp_path / "empty")]) == 2
+    assert "no run records (config.json) below it" in capsys.readouterr().err
