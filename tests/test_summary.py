@@ -1,4 +1,5 @@
-"""`absa summary`: the committed 25-epoch CPU checks summarised as the docs quote them, seeds of one
+"""`absa summary`: the committed 25-epoch CPU checks summarised as the docs quote them, the reference as
+Tables 1-2 show it, seeds of one
 configuration averaged, copies of one run and runs of other weights kept apart, unfinished runs
 named and not counted, and one-line errors."""
 
@@ -98,3 +99,23 @@ def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_d
     (tmp_path / "empty").mkdir()
     assert main(["summary", str(tmp_path / "empty")]) == 2
     assert "no run records (config.json) below it" in capsys.readouterr().err
+
+
+def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
+    # the same runs, grouped by two code paths: every table row of ours is a summary row, same numbers
+    from absa_lib.runs import find_runs
+    from absa_lib.summary import summary_table
+    from absa_lib.tables import build_table, metric_columns
+
+    runs = find_runs(REFERENCE / "runs")
+    for dataset in ("sentihood", "semeval"):
+        table = build_table(dataset, runs)
+        table = table[table["source"] == "ours"]
+        summary = summary_table(dataset, runs).set_index(["run_ids", "selection"])
+        assert len(table) >= 20
+        for rec in table.to_dict("records"):
+            mine = summary.loc[(rec["run_ids"], rec["selection"])]
+            assert mine["n_seeds"] == rec["n_seeds"]
+            for key, _, _ in metric_columns(dataset):
+                assert mine[key] == pytest.approx(rec[key]) and mine[f"{key}_sd"] == pytest.approx(
+                    rec[f"{key}_sd"], nan_ok=True)
