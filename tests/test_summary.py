@@ -1,7 +1,6 @@
-"""`absa summary`: the committed 25-epoch CPU checks summarised as the docs quote them, the reference as
-Tables 1-2 show it, seeds of one
-configuration averaged, copies of one run and runs of other weights kept apart, unfinished runs
-named and not counted, and one-line errors."""
+"""`absa summary`: the committed 25-epoch CPU checks summarised as the docs quote them, the reference
+as Tables 1-2 show it, seeds of one configuration averaged, copies of one run and runs of other
+weights kept apart, unfinished runs named and not counted, and one-line errors."""
 
 from __future__ import annotations
 
