@@ -150,24 +150,27 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
     return "\n".join(lines)
 
 
-def summarize(runs_dir: str | Path, protocols: tuple[str, ...] = ("dev_best", "test_best"),
+def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
               data_dir=None, own_folders: tuple = ()) -> tuple[str, pd.DataFrame]:
-    """Markdown for every dataset with finished runs under ``runs_dir`` (then the unfinished runs),
-    and the rows of all of them in one frame (a ``dataset`` column first). ``data_dir``: the
-    benchmarks' data, for their trivial rows; ``own_folders``: folders of your own data, registered
-    first for theirs (a dataset known from its run records alone has no test labels to score)."""
+    """Markdown for every dataset with finished runs under ``runs_dirs`` (one folder or several; a
+    run found twice through nested folders counts once), then the unfinished runs, and the rows of
+    all of them in one frame (a ``dataset`` column first). ``data_dir``: the benchmarks' data, for
+    their trivial rows; ``own_folders``: folders of your own data, registered first for theirs (a
+    dataset known from its run records alone has no test labels to score)."""
     from absa_lib import data as D
     from absa_lib.own_data import register_dataset
 
-    if not Path(runs_dir).is_dir():
-        raise AbsaError(f"{runs_dir}: not a folder; give the folder that `absa train --out` wrote to")
+    folders = [Path(runs_dirs)] if isinstance(runs_dirs, str | Path) else [Path(d) for d in runs_dirs]
+    for folder in folders:
+        if not folder.is_dir():
+            raise AbsaError(f"{folder}: not a folder; give the folder that `absa train --out` wrote to")
     for folder in own_folders:
         register_dataset(folder)
-    runs = find_runs(runs_dir)
-    unfinished = unfinished_runs(runs_dir)
+    runs = list({r.path.resolve(): r for folder in folders for r in find_runs(folder)}.values())
+    unfinished = list(dict.fromkeys(u for folder in folders for u in unfinished_runs(folder)))
     if not runs and not unfinished:
-        raise AbsaError(f"{runs_dir}: no run records (config.json) below it; give a folder that "
-                        "`absa train --out` or `absa grid` wrote to")
+        raise AbsaError(f"{', '.join(map(str, folders))}: no run records (config.json) below it; give a folder "
+                        "that `absa train --out` or `absa grid` wrote to")
     parts, frames = [], []
     for dataset in sorted({r.config["dataset"] for r in runs}):
         if dataset in D.OWN and D.OWN[dataset].folder is None:

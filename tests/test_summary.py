@@ -44,6 +44,18 @@ def test_two_seeds_are_one_row_at_the_dev_selected_epochs_as_the_docs_quote_them
     assert man["aspect_f1"] == pytest.approx(89.29, abs=0.005)
 
 
+def test_three_seeds_from_two_folders_and_a_run_found_twice_counted_once(real_data_dir):
+    # docs/results.md: MAN-BERT's three seeds, 42 and 43 in one check folder, 44 in another
+    man = "man-bert (no aux) (paper), minilm, 25 epochs"
+    text, _ = summarize([CHECKS / "other_bert_25ep_cpu", CHECKS / "other_bert_more_seeds_cpu"], ("dev_best",),
+                        data_dir=real_data_dir)
+    cells = row(text, man)
+    assert cells[1:3] == ["42 43 44", "15 16 20"]
+    assert cells[3:] == ["90.95 ± 0.43", "87.90 ± 1.52", "89.40", "91.8 ± 0.7", "85.5 ± 1.0", "82.1 ± 1.0"]
+    nested, _ = summarize([CHECKS, CHECKS / "other_bert_25ep_cpu"], ("dev_best",), data_dir=real_data_dir)
+    assert row(nested, man) == cells
+
+
 def test_one_run_retrained_elsewhere_is_two_rows_not_two_seeds(tmp_path, real_data_dir):
     # the same configuration (run id) trained on two CPUs: a row per copy, named by its folder
     first, second = CHECKS / "fp32_other_cpu", CHECKS / "fp32_other_cpu_isa_avx2"

@@ -1,6 +1,6 @@
-"""``absa summary RUNS_DIR``: one row per configuration of the finished runs under a folder, mean ±
-sd over its seeds at the dev-selected epoch, then at the test-selected one (labelled), the trivial
-predictors beside them (:mod:`absa_lib.summary`)."""
+"""``absa summary RUNS_DIR [...]``: one row per configuration of the finished runs under the folders,
+mean ± sd over its seeds at the dev-selected epoch, then at the test-selected one (labelled), the
+trivial predictors beside them (:mod:`absa_lib.summary`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "`absa grid` wrote): one row per configuration and budget, mean ± sd over its seeds of "
                        "the test metrics at the epoch each selection protocol chose, the trivial predictors "
                        "beside them, and the runs not finished listed, not counted.")
-    p.add_argument("runs_dir", metavar="RUNS_DIR", help="a folder of runs, e.g. runs/")
+    p.add_argument("runs_dirs", nargs="+", metavar="RUNS_DIR", help="folders of runs, e.g. runs/")
     p.add_argument("--selection", nargs="+", default=["dev_best", "test_best"], choices=tuple(PROTOCOL_LABELS),
                    help="selection protocols, one block each (default: dev_best test_best)")
     p.add_argument("--csv", metavar="FILE", help="also write every row, numbers in %% to 4 decimals, to FILE")
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.fileio import atomic_write_bytes
     from absa_lib.summary import summarize
 
-    text, frame = summarize(args.runs_dir, tuple(dict.fromkeys(args.selection)), args.data_dir, tuple(args.data))
+    text, frame = summarize(args.runs_dirs, tuple(dict.fromkeys(args.selection)), args.data_dir, tuple(args.data))
     print(text, end="")
     if args.csv:
         atomic_write_bytes(Path(args.csv), frame.round(4).to_csv(index=False).encode())
