@@ -54,6 +54,10 @@ def test_three_seeds_from_two_folders_and_a_run_found_twice_counted_once(real_da
     assert cells[3:] == ["90.95 ± 0.43", "87.90 ± 1.52", "89.40", "91.8 ± 0.7", "85.5 ± 1.0", "82.1 ± 1.0"]
     nested, _ = summarize([CHECKS, CHECKS / "other_bert_25ep_cpu"], ("dev_best",), data_dir=real_data_dir)
     assert row(nested, man) == cells
+    # and OA-BERT with the context id, seeds 42 and 43 (docs/results.md)
+    oa = row(text, "oa-bert (no aux) (paper), minilm, 25 epochs")
+    assert oa[1:3] == ["42 43", "6 25"]
+    assert oa[3:] == ["91.14 ± 0.27", "86.83 ± 2.21", "88.93", "91.7 ± 0.5", "85.8 ± 0.4", "82.4 ± 0.5"]
 
 
 def test_one_run_retrained_elsewhere_is_two_rows_not_two_seeds(tmp_path, real_data_dir):
