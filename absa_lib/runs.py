@@ -220,9 +220,10 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     from absa_lib.config import NEUTRAL_DEFAULTS
 
     runs = []
-    for cfg in sorted(Path(runs_dir).glob("**/config.json")):
-        if cfg.parent.name in ("best", "last") or not marked_complete(cfg.parent / "metrics.json"):
+    for folder, complete in run_folders(runs_dir):
+        if not complete:
             continue
+        cfg = folder / "config.json"
         record = read_json(cfg)
         if (isinstance(record, dict) and "dataset_scheme" in record and "dataset" in filters
                 and record.get("dataset") != filters["dataset"]):
@@ -231,6 +232,14 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
         if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
             runs.append(run)
     return runs
+
+
+def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
+    """Every run folder under ``runs_dir`` (a ``config.json`` outside a checkpoint), sorted, with
+    whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and what
+    ``absa summary`` lists as unfinished."""
+    return [(cfg.parent, marked_complete(cfg.parent / "metrics.json"))
+            for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.name not in ("best", "last")]
 
 
 def run_seconds(metrics: dict) -> float:

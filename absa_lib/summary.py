@@ -20,13 +20,14 @@ import pandas as pd
 from absa_lib.config import NEUTRAL_DEFAULTS
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import DATASET_NAMES
-from absa_lib.runs import Run, describe, find_runs, marked_complete
+from absa_lib.runs import Run, describe, find_runs, run_folders
 from absa_lib.tables import (
     PROTOCOL_LABELS,
     TRIVIAL,
     aggregate_metrics,
     budget_columns,
     budget_footnotes,
+    budget_label,
     format_cell,
     metric_columns,
     run_ids,
@@ -65,21 +66,20 @@ def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
             del groups[key]
             for run in group:
                 groups.setdefault((*key, ("folder", json.dumps(str(run.path.parent)))), []).append(run)
-    named: dict[str, list[tuple[tuple, list[Run]]]] = {}
+    named: dict[str, list[tuple[dict, list[Run]]]] = {}
     for key, group in groups.items():
         cfg = group[0].config
-        named.setdefault(f"{describe(cfg, seed=False, dataset=False)}, {budget_columns(group)['budget']}", []).append(
-            (key, group))
+        named.setdefault(f"{describe(cfg, seed=False, dataset=False)}, {budget_label(cfg)}", []).append(
+            (dict(key), group))
     out = {}
     for name, members in sorted(named.items()):
         if len(members) == 1:
             out[name] = members[0][1]
             continue
-        differ = {k for k, _ in set().union(*(set(key) for key, _ in members))
-                  if len({dict(key).get(k) for key, _ in members}) > 1}
-        for key, group in members:
-            fields = dict(key)
-            out[f"{name} [{' '.join(f'{k}={_shown(fields[k])}' for k in sorted(differ) if k in fields)}]"] = group
+        fields = sorted({k for values, _ in members for k in values})
+        differ = [k for k in fields if len({values.get(k) for values, _ in members}) > 1]
+        for values, group in members:
+            out[f"{name} [{' '.join(f'{k}={_shown(values[k])}' for k in differ if k in values)}]"] = group
     return out
 
 
@@ -88,14 +88,16 @@ def unfinished_runs(runs_dir: str | Path) -> list[str]:
     ``path (k of n epochs)``: what a summary does not count."""
     from absa_lib.fileio import read_json
 
-    out = []
-    for cfg in sorted(Path(runs_dir).glob("**/config.json")):
-        if cfg.parent.name in ("best", "last") or marked_complete(cfg.parent / "metrics.json"):
-            continue
-        metrics = cfg.parent / "metrics.json"
-        done = len(read_json(metrics).get("epochs", [])) if metrics.is_file() else 0
-        out.append(f"{cfg.parent} ({done} of {read_json(cfg).get('epochs', '?')} epochs)")
-    return out
+    def record(path: Path) -> dict:
+        obj = read_json(path) if path.is_file() else {}
+        if not isinstance(obj, dict):
+            raise AbsaError(f"{path}: expected a JSON object, got {type(obj).__name__}; delete the run folder "
+                            "or rerun with --force")
+        return obj
+
+    return [f"{folder} ({len(record(folder / 'metrics.json').get('epochs', []))} of "
+            f"{record(folder / 'config.json').get('epochs', '?')} epochs)"
+            for folder, complete in run_folders(runs_dir) if not complete]
 
 
 def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("dev_best", "test_best"),

@@ -114,6 +114,11 @@ def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_d
     (tmp_path / "empty").mkdir()
     assert main(["summary", str(tmp_path / "empty")]) == 2
     assert "no run records (config.json) below it" in capsys.readouterr().err
+    run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "damaged")
+    (run / "metrics.json").write_text("[1, 2]")                             # valid JSON, not a record
+    assert main(["summary", str(tmp_path / "damaged")]) == 2
+    assert capsys.readouterr().err.strip() == (f"absa: error: {run / 'metrics.json'}: expected a JSON object, "
+                                               "got list; delete the run folder or rerun with --force")
 
 
 def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
