@@ -15,18 +15,21 @@ import time
 
 import torch
 
+from absa_lib.commands import positive
 from absa_lib.models import build_model
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backbone", default="minilm")
-    parser.add_argument("--batch", type=int, default=24)
-    parser.add_argument("--length", type=int, default=64)
-    parser.add_argument("--real", type=int, default=40, help="real tokens per row (the rest is padding)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch", type=positive, default=24)
+    parser.add_argument("--length", type=positive, default=64)
+    parser.add_argument("--real", type=positive, default=40, help="real tokens per row (the rest is padding)")
+    parser.add_argument("--repeats", type=positive, default=5)
+    parser.add_argument("--threads", type=positive, default=1)
     args = parser.parse_args()
+    if args.real > args.length:
+        parser.error(f"--real {args.real}: expected at most --length ({args.length}) real tokens per row")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     B, T = args.batch, args.length

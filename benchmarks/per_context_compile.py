@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+from absa_lib.commands import positive
+
 # the tables' step; mixed batches stacked (training), densely by parts, and densely as one graph
 ROUTING = {"per-context": "sparse", "stacked": "stacked", "parts": "dense", "whole": None}
 WAYS = tuple(ROUTING)
@@ -115,23 +117,17 @@ def measure(way: str, args, device) -> dict:
             "loss_vs_eager": abs(compiled_loss - eager_loss)}
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
-    return int(text)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backbone", default="tiny")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--contexts", type=_positive, default=8, help="classifiers (SentiHood: 8, SemEval: 5)")
-    p.add_argument("--batch-size", type=_positive, default=24)
-    p.add_argument("--length", type=_positive, default=48, help="the first batch length (the second is 16 more)")
+    p.add_argument("--contexts", type=positive, default=8, help="classifiers (SentiHood: 8, SemEval: 5)")
+    p.add_argument("--batch-size", type=positive, default=24)
+    p.add_argument("--length", type=positive, default=48, help="the first batch length (the second is 16 more)")
     p.add_argument("--mode", default="default", choices=("default", "reduce-overhead"),
                    help="as absa train --compile (the gpu profile: reduce-overhead)")
-    p.add_argument("--steps", type=_positive, default=10, help="timed steps after compiling")
-    p.add_argument("--threads", type=_positive, default=None)
+    p.add_argument("--steps", type=positive, default=10, help="timed steps after compiling")
+    p.add_argument("--threads", type=positive, default=None)
     p.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS)
     p.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)   # a child process's way
     args = p.parse_args()

@@ -19,13 +19,14 @@ import sys
 from contextlib import redirect_stdout
 
 from absa_lib.cli import main
+from absa_lib.commands import non_negative, positive
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=positive, default=8)
+    parser.add_argument("--repeats", type=positive, default=3)
+    parser.add_argument("--warmup", type=non_negative, default=2)
     parser.add_argument("--preset", default="paper")
     parser.add_argument("--backbone", default="minilm")
     return parser.parse_args()

@@ -21,6 +21,7 @@ import time
 import torch
 
 from absa_lib import data as D
+from absa_lib.commands import positive
 from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.models.per_context import build_per_context
@@ -106,14 +107,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backbone", default="minilm")
     parser.add_argument("--dataset", default="sentihood", choices=["sentihood", "semeval"])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=positive, default=200)
+    parser.add_argument("--threads", type=positive, default=1)
     parser.add_argument("--compiled", action="store_true",
                         help="also time the clip and AdamW compiled as one function (minutes of compiling)")
     args = parser.parse_args()
-    for name in ("steps", "threads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} {getattr(args, name)}: expected a whole number of at least 1")
     torch.set_num_threads(args.threads)
     try:
         rows = measure(args.backbone, args.dataset, args.steps)

@@ -26,6 +26,7 @@ import torch
 
 from absa_lib import data
 from absa_lib.analysis import attention_entropy, context_signal
+from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
@@ -44,9 +45,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backbone", default="minilm")
     p.add_argument("--dataset", default="sentihood", choices=data.DATASETS)
-    p.add_argument("--examples", type=int, default=128, help="training examples (every 3rd from the start)")
+    p.add_argument("--examples", type=positive, default=128, help="training examples (every 3rd from the start)")
     p.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--max-length", type=positive, default=128)
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
 

@@ -32,6 +32,7 @@ import torch
 
 from absa_lib import data
 from absa_lib.analysis import batch_inputs
+from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 from absa_lib.models import build_model, load_tokenizer
@@ -108,13 +109,6 @@ def weights(a: Path, b: Path, top: int) -> list[str]:
     lines = [f"all {len(wa)} tensors: {total:.1e}; median tensor {float(np.median(list(rel.values()))):.1e}"]
     lines += [f"  {r:.1e}  {k}" for k, r in sorted(rel.items(), key=lambda kv: -kv[1])[:top]]
     return lines
-
-
-def positive(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:

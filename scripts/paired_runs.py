@@ -40,6 +40,7 @@ import json
 import statistics
 import sys
 
+from absa_lib.commands import positive
 from absa_lib.config import NEUTRAL_DEFAULTS, TrainConfig
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import METRICS
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("base", help="a folder of runs holding their pairs (and, without SCALE, the pairs' other seeds)")
     ap.add_argument("scale", nargs="?", help="a folder of runs holding the pairs' configuration at two seeds "
                                              "(default: BASE)")
-    ap.add_argument("--epochs-from", type=int, metavar="E",
+    ap.add_argument("--epochs-from", type=positive, metavar="E",
                     help="also compare the runs epoch by epoch: per pair, the median (largest) |difference| at "
                          "the same epoch over epochs E to the last, on test and dev, beside the seed's")
     ap.add_argument("--base-value", metavar="V",

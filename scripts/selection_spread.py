@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import METRICS
 from absa_lib.plateau import LAST, epoch_spread, spread_markdown, spread_table
@@ -27,12 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", help="a folder of runs (searched recursively)")
     ap.add_argument("--dataset", choices=sorted(METRICS), default=None, help="only this dataset's runs")
-    ap.add_argument("--epochs", type=int, default=None, help="only runs of this many epochs")
-    ap.add_argument("--last", type=int, default=LAST, help=f"the plateau: the mean over this many last epochs ({LAST})")
+    ap.add_argument("--epochs", type=positive, default=None, help="only runs of this many epochs")
+    ap.add_argument("--last", type=positive, default=LAST, help=f"the plateau: the mean over this many last epochs ({LAST})")
     args = ap.parse_args(argv)
-    if args.last < 1:
-        print(f"error: --last {args.last}: the plateau needs at least one epoch", file=sys.stderr)
-        return 2
     filters = {k: v for k, v in (("dataset", args.dataset), ("epochs", args.epochs)) if v is not None}
     try:
         runs = find_runs(args.runs, **filters)

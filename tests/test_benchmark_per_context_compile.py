@@ -34,7 +34,7 @@ def test_bad_arguments_are_one_line_each():
     import sys
 
     script = str(ROOT / "benchmarks" / "per_context_compile.py")
-    for argv, line in ((["--contexts", "0"], "argument --contexts: '0': expected a whole number of at least 1"),
+    for argv, line in ((["--contexts", "0"], "argument --contexts: expected a whole number of at least 1, got '0'"),
                        (["--backbone", "nosuch"], "per_context_compile: backbone 'nosuch' is neither one of")):
         done = subprocess.run([sys.executable, script, *argv, "--ways", "parts"], capture_output=True, text=True,
                               timeout=300, check=False)

@@ -46,8 +46,8 @@ def test_bad_arguments_are_one_line_each():
     import sys
 
     script = str(ROOT / "benchmarks" / "update_overhead.py")
-    for argv, line in ((["--steps", "0"], "error: --steps 0: expected a whole number of at least 1"),
-                       (["--threads", "0"], "error: --threads 0: expected a whole number of at least 1"),
+    for argv, line in ((["--steps", "0"], "argument --steps: expected a whole number of at least 1, got '0'"),
+                       (["--threads", "0"], "argument --threads: expected a whole number of at least 1, got '0'"),
                        (["--backbone", "nosuch"], "update_overhead: backbone 'nosuch' is neither one of")):
         done = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, timeout=300,
                               check=False)

@@ -242,6 +242,21 @@ def test_bad_numbers_are_refused_before_anything_is_written(capsys, tmp_path, fl
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("argv,needle", [
+    (["bench", "--threads", "0"], "argument --threads: expected a whole number of at least 1, got '0'"),
+    (["bench", "--threads", "-1"], "got '-1'"), (["bench", "--warmup", "-1"], "at least 0, got '-1'"),
+    (["bench", "--steps", "2.5"], "got '2.5'"), (["bench", "--max-length", "x"], "got 'x'"),
+    (["grid", "--profile", "smoke", "--workers", "0"], "argument --workers"),
+    (["grid", "--profile", "smoke", "--cell", "-1"], "argument --cell: expected a whole number of at least 0"),
+])
+def test_bad_counts_are_argparse_errors_before_anything_runs(capsys, argv, needle):
+    with pytest.raises(SystemExit) as exit_:            # bench --threads 0 used to run with torch's choice,
+        main(argv)                                     # -1 a traceback; grid --cell -1 the last cell
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("field,value", [("epochs", "3"), ("epochs", True), ("seed", 1.5), ("max_length", 48.0),
                                          ("max_train_examples", False), ("lr", "2e-5"), ("group_by_length", "yes"),
                                          ("model_overrides", ["quasi"]), ("backbone", None)])

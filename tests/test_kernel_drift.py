@@ -48,7 +48,7 @@ def test_the_same_kernels_give_the_same_step_and_a_perturbation_shows_in_its_var
     assert "e.npy: not an .npz file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         kernel_drift.main([*save, "--examples", "0", str(tmp_path / "f.npz")])
-    assert "--examples: expected a whole number >= 1, got '0'" in capsys.readouterr().err
+    assert "argument --examples: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
 
 
 def test_weights_says_how_far_apart_two_checkpoints_are_overall_and_which_tensors_most(tmp_path, capsys):

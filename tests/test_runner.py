@@ -90,8 +90,9 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     exported = sorted(p.relative_to(tmp_path / "ref") for p in (tmp_path / "ref").rglob("*.json"))
     assert [p.name for p in exported] == ["config.json", "env.json", "metrics.json"]   # the one finished run
     assert exported[0].parts[:3] == ("runs", "semeval", run.split("/")[-2])
-    assert main(["grid", "--profile", str(profile), "--threads", "0"]) == 2
-    assert "--threads must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["grid", "--profile", str(profile), "--threads", "0"])
+    assert "argument --threads: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
     (tmp_path / "bad.yaml").write_text("profile: [unclosed\n")
     assert main(["grid", "--profile", str(tmp_path / "bad.yaml")]) == 2
     assert "bad.yaml: not valid YAML" in capsys.readouterr().err

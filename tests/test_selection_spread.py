@@ -57,8 +57,9 @@ def test_the_script_refuses_a_folder_without_such_runs(tmp_path, capsys):
     assert f"{tmp_path}: no finished sentihood run" in capsys.readouterr().err
     assert selection_spread.main([str(RUNS), "--dataset", "semeval", "--epochs", "7"]) == 2
     assert "no finished semeval run of 7 epochs" in capsys.readouterr().err
-    assert selection_spread.main([str(RUNS), "--last", "0"]) == 2
-    assert "--last 0: the plateau needs at least one epoch" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        selection_spread.main([str(RUNS), "--last", "0"])
+    assert "argument --last: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
 
 
 def test_cells_are_the_tables_dev_best_cells_beside_the_plateau_of_the_same_seeds():

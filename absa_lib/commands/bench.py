@@ -26,6 +26,8 @@ import json
 import statistics
 import time
 
+from absa_lib.commands import non_negative, positive
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.data import DATASETS
@@ -42,13 +44,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="sentihood", choices=DATASETS)
     p.add_argument("--aux", default="NLI-M", choices=INPUT_VARIANTS, help="input variant (default NLI-M)")
     p.add_argument("--split", default="train")
-    p.add_argument("--batch-size", type=int, default=24)
-    p.add_argument("--steps", type=int, default=10, help="timed batches per round")
-    p.add_argument("--warmup", type=int, default=2, help="untimed batches before the first round")
-    p.add_argument("--repeats", type=int, default=1, help="rounds; per batch the fastest counts")
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--batch-size", type=positive, default=24)
+    p.add_argument("--steps", type=positive, default=10, help="timed batches per round")
+    p.add_argument("--warmup", type=non_negative, default=2, help="untimed batches before the first round")
+    p.add_argument("--repeats", type=positive, default=1, help="rounds; per batch the fastest counts")
+    p.add_argument("--max-length", type=positive, default=128)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=positive, default=None,
                    help="torch CPU threads (default: torch's choice; 1 is steadier on a busy machine)")
     p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                    help="the fast setting's precision (default auto: bf16 where native, else fp32)")
@@ -140,13 +142,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from absa_lib.device import resolve_precision
-    from absa_lib.errors import AbsaError
     from absa_lib.models import load_tokenizer
 
-    if min(args.batch_size, args.steps, args.repeats) < 1 or args.warmup < 0:
-        raise AbsaError("--batch-size, --steps and --repeats must be positive, --warmup non-negative")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if args.threads:
+    if args.threads is not None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = load_tokenizer(args.backbone)

@@ -23,6 +23,8 @@ import signal
 import threading
 import time
 
+from absa_lib.commands import non_negative, positive
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.runner import BUSY, PARTS
@@ -31,9 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", required=True, help="a profile name (params/<name>.yaml) or a YAML file")
     p.add_argument("--part", nargs="+", default=list(PARTS), choices=PARTS, help="which grids (default: all)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=positive, default=None,
                    help="concurrent runs per GPU (default 4); on a CPU (default: one single-threaded run per core, at most 4)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads per run (default: torch's choice)")
+    p.add_argument("--threads", type=positive, default=None, help="CPU threads per run (default: torch's choice)")
     p.add_argument("--busy", choices=BUSY, default="wait",
                    help="a run that another process is training: wait for it to end, then count it finished "
                         "or resume it (default), or skip it at once and report it busy (exit 1)")
@@ -43,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="only the cells of these models (default: all; e.g. leave out the slow bert-single)")
     p.add_argument("--seed", nargs="+", type=int, default=None, metavar="SEED",
                    help="only the cells of these seeds (default: the profile's seeds and ablation seeds)")
-    p.add_argument("--cell", type=int, default=None,
+    p.add_argument("--cell", type=non_negative, default=None,
                    help="run only this cell (0-based, counted after --model and --seed; array jobs)")
     p.add_argument("--export", metavar="DIR", default=None,
                    help="train nothing: copy the records of the grid's finished runs to DIR/runs/ "
@@ -94,9 +96,6 @@ def run(args: argparse.Namespace) -> int:
     name, params = _params(args.profile)
     if not params.get("allow_training", True):
         raise AbsaError(f"profile {name!r} does not train (allow_training: false); nothing to run")
-    for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
-        if value is not None and value < 1:
-            raise AbsaError(f"{flag} must be a positive integer, got {value}")
     cells = select(profile_cells(params, tuple(args.part)), args.model, args.seed,
                    f"profile {name!r} in --part {' '.join(args.part)}")
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
@@ -112,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[grid] exported {len(written)} record files of finished runs to {args.export}/runs")
         return 0
     if args.cell is not None:
-        if not 0 <= args.cell < len(cells):
+        if args.cell >= len(cells):
             raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")
         cells = [cells[args.cell]]
     t0 = time.time()
