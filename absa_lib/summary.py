@@ -174,7 +174,8 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
         raise AbsaError(f"{', '.join(map(str, folders))}: no run records (config.json) below it; give a folder "
                         "that `absa train --out` or `absa grid` wrote to")
     parts, frames = [], []
-    for dataset in sorted({r.config["dataset"] for r in runs}):
+    found = {r.config["dataset"] for r in runs}
+    for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
         if dataset in D.OWN and D.OWN[dataset].folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
                                  "give its folder (`absa summary --data FOLDER`) to score them.")

@@ -101,6 +101,14 @@ def test_without_the_data_the_trivial_rows_are_missing_with_the_reason(tmp_path)
     assert "_Trivial rows not shown: " in text and str(tmp_path) in text
 
 
+def test_sentihood_comes_before_semeval_as_in_the_paper(real_data_dir):
+    text, frame = summarize([CHECKS / "joint_dwa_43_cpu", CHECKS / "group_by_length"], ("dev_best",),
+                            data_dir=real_data_dir)               # folders given SemEval first
+    titles = [line for line in text.splitlines() if line.startswith("# ")]
+    assert [t.split(":")[0] for t in titles] == ["# SentiHood", "# SemEval-2014"]
+    assert list(dict.fromkeys(frame["dataset"])) == ["sentihood", "semeval"]
+
+
 def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_data_dir, capsys):
     out = tmp_path / "summary.csv"
     assert main(["summary", str(CHECKS / "other_bert_25ep_cpu"), "--selection", "test_best",
