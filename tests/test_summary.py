@@ -17,9 +17,11 @@ REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 CHECKS = REFERENCE / "checks"
 
 
-def row(text: str, start: str, block: int = 0) -> list[str]:
-    """The cells of the Markdown row starting with ``start`` in the ``block``-th selection block."""
-    section = text.split("## Selection: ")[1 + block]
+def row(text: str, start: str, block: int = 0, dataset: str = "") -> list[str]:
+    """The cells of the Markdown row starting with ``start`` in the ``block``-th selection block (of
+    the first dataset, or of the one whose title starts with ``dataset``)."""
+    part = next(p for p in text.split("\n# ") if p.lstrip("# ").startswith(dataset))
+    section = part.split("## Selection: ")[1 + block]
     lines = [line for line in section.splitlines() if line.startswith(f"| {start} |")]
     assert len(lines) == 1, (start, lines)
     return [c.strip() for c in lines[0].strip("|").split("|")]
@@ -53,7 +55,7 @@ def test_three_seeds_from_two_folders_and_a_run_found_twice_counted_once(real_da
     assert cells[1:3] == ["42 43 44", "15 16 20"]
     assert cells[3:] == ["90.95 ± 0.43", "87.90 ± 1.52", "89.40", "91.8 ± 0.7", "85.5 ± 1.0", "82.1 ± 1.0"]
     nested, _ = summarize([CHECKS, CHECKS / "other_bert_25ep_cpu"], ("dev_best",), data_dir=real_data_dir)
-    assert row(nested, man) == cells
+    assert row(nested, man, dataset="SemEval") == cells                # SentiHood comes first
     # and OA-BERT with the context id, seeds 42 and 43 (docs/results.md)
     oa = row(text, "oa-bert (no aux) (paper), minilm, 25 epochs")
     assert oa[1:3] == ["42 43", "6 25"]
