@@ -84,6 +84,9 @@ print(p['results_dir'], p['figures_dir'])" "$PARAMS")
 
 start=$(date +%s)
 if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
+  # the benchmark files first (checked; downloaded when missing): every cell of the grid reads them
+  "$PY" -c "import sys, yaml; from absa_lib.session import ensure_data
+ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS" || exit 1
   echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (log: $OUT/grid.log)" >&2
   if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" 2>&1 | tee "$OUT/grid.log" >&2; then
     echo "[run_all] FAILED: the grid of runs (profile $PROFILE); see $OUT/grid.log and the run logs it names" >&2

@@ -65,7 +65,8 @@ class Session:
 
 
 def setup(notebook: str, namespace: dict) -> Session:
-    """The session of ``notebook``, from the parameters annotated in ``namespace`` (its ``globals()``)."""
+    """The session of ``notebook``, from the parameters annotated in ``namespace`` (its ``globals()``),
+    with the benchmark files checked (downloaded when missing), so a notebook also runs on its own."""
     params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
     if "profile" not in params:
         raise AbsaError(f"{notebook}: its parameters cell declares no `profile: str = ...`")
@@ -79,7 +80,9 @@ def setup(notebook: str, namespace: dict) -> Session:
                    folder("reference_dir", create=False))
     print(f"device: {device_summary()}")
     print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
-    return Session(notebook, params, dirs, params.get("data_dir") or None)
+    data_dir = params.get("data_dir") or None
+    ensure_data(data_dir)
+    return Session(notebook, params, dirs, data_dir)
 
 
 def resolve_dir(path: str | Path, create: bool = True) -> Path:

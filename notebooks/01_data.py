@@ -22,7 +22,7 @@
 # Companion to Wu & Ong, *Context-Guided BERT for Targeted Aspect-Based Sentiment Analysis*
 # (AAAI-21). This notebook shows how the two benchmarks become classification examples, how a
 # *context id* encodes the target and aspect, the auxiliary sentences of Sun et al. (2019), the
-# label distributions, and the SemEval dev split we add. Notebooks run in order (`01` → `05`) with
+# label distributions, and the SemEval dev split we add. Notebooks run in order (`01` → `06`) with
 # `bash run_all.sh PROFILE`; results pass between them as files.
 
 # %%
@@ -54,7 +54,7 @@ figures_dir: str = "executed/smoke/figures"  # the label distribution figure goe
 # %%
 from absa_lib.session import setup
 
-notebook = setup("01_data", globals())   # the parameters above, folders, threads
+notebook = setup("01_data", globals())   # the parameters above, folders, threads, data
 
 # %% [markdown]
 # ## 1. Two tasks, one format
@@ -77,9 +77,8 @@ notebook = setup("01_data", globals())   # the parameters above, folders, thread
 import pandas as pd
 
 from absa_lib import data, data_overview, plots, tables
-from absa_lib.session import ensure_data, show_table
+from absa_lib.session import show_table
 
-ensure_data(notebook.data_dir)
 examples = {(ds, split): data.load_examples(ds, split, notebook.data_dir)
             for ds in data.DATASETS for split in data.SPLITS}
 show_table(data_overview.examples_frame(examples[("sentihood", "test")][:8]))

@@ -68,7 +68,7 @@ figures_dir: str = "executed/smoke/figures"  # CG-BERT's training curves go here
 # %%
 from absa_lib.session import setup
 
-notebook = setup("02_cg_bert", globals())   # the parameters above, folders, threads
+notebook = setup("02_cg_bert", globals())   # the parameters above, folders, threads, data
 
 # %% [markdown]
 # ## 1. The equations and the code
@@ -161,7 +161,7 @@ print("context ids:", batch["context_ids"].tolist(), "| parameters:", parameter_
 # > BERT-base model." (§4.2)
 #
 # The profile sets the backbone and budget (`paper`: exactly this; `gpu`: the same on MiniLM;
-# `cpu`/`smoke`: subsets). Both CG-BERT rows are trained: without auxiliary sentence (context id
+# `cpu`: MiniLM, the full data, a short budget; `smoke`: subsets). Both CG-BERT rows are trained: without auxiliary sentence (context id
 # only) and with it. A run with the same configuration is loaded from `runs_dir` instead of
 # retrained (`force_retrain` to override); the `render` profile only reads run records.
 # After every epoch the run is evaluated on dev and test; the tables report the **dev-best**

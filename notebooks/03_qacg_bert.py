@@ -72,7 +72,7 @@ figures_dir: str = "executed/smoke/figures"  # QACG-BERT's training curves go he
 # %%
 from absa_lib.session import setup
 
-notebook = setup("03_qacg_bert", globals())   # the parameters above, folders, threads
+notebook = setup("03_qacg_bert", globals())   # the parameters above, folders, threads, data
 
 # %% [markdown]
 # ## 1. The equations and the code

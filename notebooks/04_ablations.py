@@ -79,7 +79,7 @@ figures_dir: str = "executed/smoke/figures"  # the ablation bar chart goes here
 # %%
 from absa_lib.session import setup
 
-notebook = setup("04_ablations", globals())   # the parameters above, folders, threads
+notebook = setup("04_ablations", globals())   # the parameters above, folders, threads, data
 
 # %% [markdown]
 # ## 1. The ablations, one change at a time

@@ -70,7 +70,7 @@ reference_dir: str = "results/reference"     # committed analysis arrays (render
 # %%
 from absa_lib.session import setup
 
-notebook = setup("05_figures", globals())   # the parameters above, folders, threads
+notebook = setup("05_figures", globals())   # the parameters above, folders, threads, data
 
 # %%
 from absa_lib import data, figure_data, grid, plots

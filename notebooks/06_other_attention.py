@@ -78,7 +78,7 @@ reference_dir: str = "results/reference"     # committed arrays, drawn when no m
 # %%
 from absa_lib.session import setup
 
-notebook = setup("06_other_attention", globals())   # the parameters above, folders, threads
+notebook = setup("06_other_attention", globals())   # the parameters above, folders, threads, data
 
 # %% [markdown]
 # ## 1. ATAE-LSTM and its two ablations

@@ -140,6 +140,23 @@ def test_run_all_makes_relative_paths_absolute_before_it_changes_folder(tmp_path
     assert seen and set(seen) == {f"{tmp_path / 'work'}/../shared/data|~/runs|/opt/minilm"}
 
 
+@pytest.mark.usefixtures("real_data_dir")
+def test_run_all_checks_the_data_before_the_grid_trains(tmp_path):
+    # a fresh clone used to train the grid before any notebook fetched the data: every cell failed
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "python"                   # the real interpreter, stopped at the grid
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in *" grid "*) exit 1;; esac\n'
+                    f'exec {sys.executable} "$@"\n')
+    fake.chmod(0o755)
+    res = subprocess.run(["bash", str(ROOT / "run_all.sh"), "smoke"], env={**os.environ, "ABSA_PYTHON": str(fake)},
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 1 and "FAILED: the grid of runs" in res.stderr, res.stderr
+    calls = log.read_text().splitlines()
+    data = [i for i, c in enumerate(calls) if "ensure_data" in c]
+    grid = [i for i, c in enumerate(calls) if " grid " in c]
+    assert data and len(grid) == 1 and max(data) < grid[0], calls      # (a -c program logs a line per line)
+
+
 def test_executed_outputs_are_git_ignored():
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "executed/" in ignored or "/executed/" in ignored

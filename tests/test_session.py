@@ -74,11 +74,17 @@ def test_paths_and_profiles(tmp_path):
         grid.train_base({"profile": "smoke", "epochs": 1})
 
 
-def test_setup_takes_the_parameters_the_notebook_declares(tmp_path, capsys):
+def test_setup_takes_the_parameters_the_notebook_declares(tmp_path, capsys, monkeypatch):
+    checked = []                                   # every notebook checks the data first, so each runs alone
+    monkeypatch.setattr(session, "ensure_data", checked.append)
     namespace = {"__annotations__": {"profile": str, "results_dir": str, "figures_dir": str},
                  "profile": "smoke", "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path / "f"),
                  "epochs": 99}                                   # injected by papermill, not declared: ignored
     nb = session.setup("01_data", namespace)
+    assert checked == [None]
+    session.setup("02_cg_bert", {"__annotations__": {"profile": str, "data_dir": str}, "profile": "smoke",
+                                 "data_dir": str(tmp_path / "d")})
+    assert checked == [None, str(tmp_path / "d")]
     assert nb.params == {"profile": "smoke", "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path / "f")}
     assert nb.dirs.results == tmp_path / "r" and nb.dirs.results.is_dir() and nb.dirs.runs is None
     out = capsys.readouterr().out                                 # only declared names are compared

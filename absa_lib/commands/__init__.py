@@ -22,3 +22,9 @@ def whole_number(minimum: int):
 
 positive = whole_number(1)         # sizes, counts of steps, threads, workers
 non_negative = whole_number(0)     # warm-up steps
+
+# where the folders are when an option is not given (absa_lib.paths resolves them)
+DATA_DIR_HELP = ("the data folder (default: $ABSA_DATA_DIR, else data/ in the checkout, or "
+                 "~/.cache/absa_lib/data when the package is installed outside one)")
+RUNS_DIR_HELP = ("the runs folder (default: $ABSA_RUNS_DIR, else runs/ in the checkout, or "
+                 "~/.cache/absa_lib/runs when the package is installed outside one)")

@@ -26,7 +26,7 @@ import json
 import statistics
 import time
 
-from absa_lib.commands import non_negative, positive
+from absa_lib.commands import DATA_DIR_HELP, non_negative, positive
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile", default="none", choices=("none", "default", "reduce-overhead"),
                    help="the fast setting's training step through torch.compile (as absa train --compile)")
     p.add_argument("--no-inference", action="store_true", help="time training only")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from absa_lib.commands import DATA_DIR_HELP
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("data", help="download, verify or summarise SentiHood and SemEval-2014",
                        description="Manage the benchmark files (pinned URLs, sizes and SHA-256). The data "
-                       "folder is --data-dir, else $ABSA_DATA_DIR, else the project's ./data folder.")
+                       "folder is --data-dir, else $ABSA_DATA_DIR, else data/ in the checkout (or "
+                       "~/.cache/absa_lib/data when the package is installed outside one).")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     d = actions.add_parser("download", help="fetch the raw files (checked before they are put in place)")
     d.add_argument("--force", action="store_true", help="download again even if the files verify")
@@ -24,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="print the full statistics as JSON")
     s.set_defaults(func=_stats)
     for q in (d, v, s):
-        q.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+        q.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     c = actions.add_parser("check", help="check a folder of your own data and summarise it "
                                          "(docs/own_data.md)")
     c.add_argument("folder", help="holds dataset.json, train.csv, dev.csv and test.csv")
@@ -34,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                           "(docs/own_data.md)")
     e.add_argument("dataset", choices=("sentihood", "semeval"))
     e.add_argument("folder", help="where dataset.json and the three CSV files go")
-    e.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+    e.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     e.set_defaults(func=_export)
 
 

@@ -12,6 +12,8 @@ import argparse
 import json
 import math
 
+from absa_lib.commands import DATA_DIR_HELP
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a prediction CSV with the paper's metrics",
@@ -21,8 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="sentihood | semeval | a folder of your own data (docs/own_data.md)")
     p.add_argument("--split", required=True, choices=("train", "dev", "test"))
     p.add_argument("--predictions", required=True, metavar="FILE", help="the prediction CSV")
-    p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="the data folder (default: $ABSA_DATA_DIR, else the project's download folder)")
+    p.add_argument("--data-dir", default=None, metavar="DIR", help=DATA_DIR_HELP)
     p.set_defaults(func=run)
 
 

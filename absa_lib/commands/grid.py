@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--part", nargs="+", default=list(PARTS), choices=PARTS, help="which grids (default: all)")
     p.add_argument("--workers", type=positive, default=None,
                    help="concurrent runs per GPU (default 4); on a CPU (default: one single-threaded run per core, at most 4)")
-    p.add_argument("--threads", type=positive, default=None, help="CPU threads per run (default: torch's choice)")
+    p.add_argument("--threads", type=positive, default=None,
+                   help="CPU threads per run (default: 1 when several runs share a CPU, else torch's choice)")
     p.add_argument("--busy", choices=BUSY, default="wait",
                    help="a run that another process is training: wait for it to end, then count it finished "
                         "or resume it (default), or skip it at once and report it busy (exit 1)")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from absa_lib.commands import DATA_DIR_HELP
+
 WORK = "executed/remote"
 
 
@@ -22,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     c = actions.add_parser("carry", help="write what the node needs: a float16 MiniLM copy and the raw data")
     c.add_argument("dest", help="folder to write (e.g. .carry, git-ignored)")
-    c.add_argument("--data-dir", default=None, help="data folder (default: $ABSA_DATA_DIR or ./data)")
+    c.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     c.add_argument("--reference", default="results/reference",
                    help="the copy must have the fingerprint of this reference's GPU runs (default: results/reference)")
     c.add_argument("--new-fingerprint", action="store_true",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from absa_lib.commands import DATA_DIR_HELP
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.tables import PROTOCOL_LABELS
@@ -20,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="selection protocols, one block each (default: dev_best test_best)")
     p.add_argument("--csv", metavar="FILE", help="also write every row, numbers in %% to 4 decimals, to FILE")
     p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="the data folder for the trivial rows (default: $ABSA_DATA_DIR, else the download folder)")
+                   help=f"for the trivial rows: {DATA_DIR_HELP}")
     p.add_argument("--data", nargs="+", default=[], metavar="FOLDER",
                    help="folders of your own data whose runs are summarised, for their trivial rows")
     p.set_defaults(func=run)

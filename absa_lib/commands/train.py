@@ -6,6 +6,7 @@ import argparse
 import json
 from types import SimpleNamespace
 
+from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP
 from absa_lib.config import TrainConfig
 from absa_lib.training import train
 
@@ -57,8 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(reduce-overhead: as CUDA graphs, for a GPU); part of the run's identity")
     p.add_argument("--override", action="append", default=[], metavar="KEY=JSON",
                    help='model config override, e.g. --override quasi=false --override gate_activation=\'"sigmoid"\'')
-    p.add_argument("--out", default=None, help="runs folder (default: ./runs or $ABSA_RUNS_DIR)")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--out", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     p.add_argument("--force", action="store_true", help="retrain even if the run exists")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
