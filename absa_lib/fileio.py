@@ -8,6 +8,8 @@ A folder that one process at a time may write (a run being trained) is held with
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
@@ -45,6 +47,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n").encode())
+
+
+def csv_rows(text: str, path: Path) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a CSV text, each with the line it starts on. Strict: a quote that is opened and
+    not closed where a field ends, or a line break inside a field (most often the same mistake: a
+    quote left open swallows the next lines, and their rows, into one field), is one line naming
+    the file and line, never rows silently merged."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise AbsaError(f"{path}: line {start}: not valid CSV ({err}); is a quote left open?") from None
+        if reader.line_num != start:
+            raise AbsaError(f"{path}: line {start}: a field runs on to line {reader.line_num}; is a quote "
+                            "left open? Write each row, text included, on one line")
+        yield start, row
+        start = reader.line_num + 1
 
 
 def read_json(path: Path) -> Any:

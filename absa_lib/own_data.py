@@ -34,6 +34,7 @@ from pathlib import Path
 from absa_lib import data as D
 from absa_lib.download import file_sha256
 from absa_lib.errors import AbsaError
+from absa_lib.fileio import csv_rows
 
 SCHEME_FILE = "dataset.json"
 SPLIT_FILES = {split: f"{split}.csv" for split in D.SPLITS}
@@ -217,8 +218,8 @@ def read_split(path: Path, scheme: Scheme, split: str) -> list[D.Example]:
         raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); save the file as UTF-8") from None
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror})") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in next(reader, [])]
+    rows = csv_rows(text, path)
+    header = [h.strip() for h in next(rows, (1, []))[1]]
     expected = ["id", "text", *(["target"] if scheme.targets else []), "aspect", "sentiment"]
     if sorted(header) != sorted(expected):
         raise AbsaError(f"{path}: header {','.join(header) or '(empty file)'}; expected the columns "
@@ -228,8 +229,7 @@ def read_split(path: Path, scheme: Scheme, split: str) -> list[D.Example]:
     texts: dict[str, tuple[str, int]] = {}              # id -> (text, first line)
     targets: dict[str, set] = {}
     gold: dict[tuple, tuple[str, int]] = {}              # (id, target, aspect) -> (sentiment, line)
-    for row in reader:
-        line = reader.line_num                           # where the row ends (a quoted field may span lines)
+    for line, row in rows:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

@@ -11,8 +11,10 @@ their order does not matter when reading, and extra columns are ignored)::
   SemEval test: e.g. ``32897564#894393#2``); ``target`` is ``LOCATION1`` / ``LOCATION2``;
   ``aspect`` is the raw aspect name (``transit-location``, ``anecdotes/miscellaneous``). The key
   (id, target, aspect) or (id, aspect) identifies the example, so rows may come in any order.
-- ``p_<label>`` are the probabilities of each label (softmax output; any non-negative finite
-  numbers are accepted, rows need not sum to 1). Written with ``repr`` so floats round-trip exactly.
+- ``p_<label>`` are the probabilities of each label (softmax output): non-negative finite numbers
+  whose row sums to 1 within :data:`SUM_TOLERANCE` (room for rounding to 3 decimals). Scores that do
+  not (``exp(logits)``, logits) are refused: the AUCs rank P(None) as written, so they would change
+  silently. Written with ``repr`` so floats round-trip exactly.
 - ``gold`` is informational (the dataset's label, for a human reading the file). It is optional
   when reading and never used for scoring, but if present it must agree with the dataset: a
   disagreement means the file was made from different data, and is an error, not a warning.
@@ -34,7 +36,9 @@ import numpy as np
 
 from absa_lib.data import LABELS, known, targets_of
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import atomic_write_bytes
+from absa_lib.fileio import atomic_write_bytes, csv_rows
+
+SUM_TOLERANCE = 0.01     # |sum of a row's probabilities - 1| allowed
 
 
 def label_columns(dataset: str) -> tuple[str, ...]:
@@ -122,7 +126,8 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
 
     Raises:
         AbsaError: missing file; missing columns; a row with the wrong number of fields; duplicate,
-            missing or unknown keys; a probability that is not a non-negative finite number; a gold
+            missing or unknown keys; a probability that is not a non-negative finite number; a row
+            that does not sum to 1 (within :data:`SUM_TOLERANCE`); a gold
             column that disagrees with the dataset.
     """
     path = Path(path)
@@ -133,7 +138,7 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
     return probs
 
 
-def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[list[str]]]:
+def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """The file's header (checked: every key and label column, no duplicates) and its data rows."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -142,8 +147,8 @@ def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[list[str]]
                         "write_predictions or train a run") from None
     except (OSError, UnicodeDecodeError) as err:
         raise AbsaError(f"{path}: cannot read the prediction file as UTF-8 text ({err})") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
+    rows = csv_rows(text, path)
+    header = next(rows, (1, None))[1]
     if not header:
         raise AbsaError(f"{path}: empty file; expected the header {','.join(columns(dataset))}")
     header = [h.strip() for h in header]
@@ -153,10 +158,10 @@ def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[list[str]]
                         f"the header {','.join(columns(dataset))}")
     if len(set(header)) != len(header):
         raise AbsaError(f"{path}: duplicate column names in the header {','.join(header)}")
-    return header, reader
+    return header, rows
 
 
-def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator[list[str]]):
+def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator[tuple[int, list[str]]]):
     """Each row's probabilities at its example's index (NaN where no row came); the line of each key
     seen, the rows whose key matches no example, and the rows whose gold label disagrees."""
     index = {_key(e): i for i, e in enumerate(examples)}
@@ -166,7 +171,7 @@ def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator
     probs = np.full((len(examples), len(label_cols)), np.nan)
     seen: dict[tuple[str, ...], int] = {}
     unknown, bad_gold = [], []
-    for line, row in enumerate(rows, start=2):
+    for line, row in rows:
         if not row:                                                # tolerate blank lines
             continue
         if len(row) != len(header):
@@ -184,6 +189,10 @@ def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator
         if gold_col is not None and row[gold_col] != examples[i].label:
             bad_gold.append((line, key, row[gold_col], examples[i].label))
         probs[i] = [_parse_prob(path, line, c, row[col[c]]) for c in label_cols]
+        total = math.fsum(probs[i])
+        if abs(total - 1) > SUM_TOLERANCE:
+            raise AbsaError(f"{path}: line {line}: the probabilities sum to {total:.6g}; expected softmax "
+                            f"probabilities summing to 1 (within {SUM_TOLERANCE}), not scores or exp(logits)")
     return probs, seen, unknown, bad_gold
 
 

@@ -118,6 +118,11 @@ def test_a_bad_dataset_json_is_one_line_naming_the_field(phones, scheme, message
     ("t1,The phone lasts two days on one charge.,phone,battery,", "aspect without sentiment"),
     (",The phone.,phone,,", "empty id"),
     ("t1,x,phone", "has 3 fields, expected 5"),
+    # a quote left open swallowed the next row into this one's text, whose label was then lost
+    ('t9,"The case is cheap,case,price,positive\nt10,A "sturdy" case,case,price,positive',
+     "not valid CSV (',' expected after '\"'); is a quote left open?"),
+    ('t9,"The case is cheap,case,price,positive', "not valid CSV (unexpected end of data)"),
+    ('t9,"The case\nis cheap",case,price,positive', "a field runs on to line 19; is a quote left open?"),
 ])
 def test_a_bad_row_is_one_line_naming_the_file_and_line(phones, row, message):
     path = phones / "train.csv"

@@ -111,6 +111,10 @@ def _replace(index: int, old: str, new: str):
     (_replace(1, "0.1,0.7", "0.1,-0.7"), "line 2, column p_positive: '-0.7' is not a non-negative finite"),
     (_replace(1, "0.1,0.7", "0.1,nan"), "column p_positive: 'nan' is not a non-negative finite"),
     (_replace(1, "0.1,0.7", "0.1,inf"), "column p_positive: 'inf' is not a non-negative finite"),
+    (_replace(1, "0.1,0.7,0.2", "1.105,2.014,1.221"),          # exp(logits), not the softmax: the AUCs change
+     r"line 2: the probabilities sum to 4\.34; expected softmax probabilities summing to 1 \(within 0\.01\)"),
+    (_replace(1, "0.1,0.7,0.2", "0,0,0"), "line 2: the probabilities sum to 0;"),
+    (_replace(1, "3,LOCATION1", '"3,LOCATION1'), r"line 2: not valid CSV \(.*\); is a quote left open\?"),
     (_replace(4, "Negative", "Positive"), r"1 row\(s\) have a gold label that disagrees.*line 5.*'Positive', "
                                           r"dataset says 'Negative'"),
 ])
@@ -124,6 +128,11 @@ def test_read_rejects_with_one_line(tmp_path, edit, match):
 def test_read_missing_file(tmp_path):
     with pytest.raises(AbsaError, match="nope.csv: prediction file not found"):
         read_predictions(tmp_path / "nope.csv", sentihood_examples())
+
+
+def test_probabilities_rounded_to_three_decimals_are_accepted(tmp_path):
+    f = _write_lines(tmp_path, "sentihood", _replace(1, "0.1,0.7,0.2", "0.333,0.333,0.333"))   # sums to 0.999
+    assert read_predictions(f, sentihood_examples())[0].tolist() == [0.333, 0.333, 0.333]
 
 
 def test_gold_column_is_optional_and_extra_columns_are_ignored(tmp_path):
