@@ -151,6 +151,7 @@ def data_checksums(dataset: str) -> dict[str, str]:
     if D.OWN[dataset].folder is None:
         raise AbsaError(f"dataset {dataset!r} is known from a run record only; register its folder to train "
                         "(absa train --dataset FOLDER, or absa_lib.own_data.register_dataset(FOLDER))")
+    D.OWN[dataset].check_files()          # the run cache is keyed on these: never on stale ones
     return D.OWN[dataset].checksums()
 
 

@@ -108,17 +108,23 @@ class OwnDataset:
     def checksums(self) -> dict[str, str]:
         return dict(self.sha256)
 
-    def examples(self, split: str) -> list[D.Example]:
-        """The split's examples as registered, after checking that the file is still the one read."""
+    def check_files(self, splits=tuple(SPLIT_FILES)) -> None:
+        """Refuse a split file that changed since the folder was registered (its examples, and the
+        checksums in the runs' identity, would describe other data)."""
         name = self.scheme.name
         if self.folder is None:
             raise AbsaError(f"dataset {name!r} was registered from a run record, which has no data; register "
                             "its folder first (absa_lib.own_data.register_dataset(folder))")
-        path = self.folder / SPLIT_FILES[split]
-        digest = file_sha256(path) if path.is_file() else None
-        if digest != self.checksums()[SPLIT_FILES[split]]:
-            raise AbsaError(f"{path} changed after dataset {name!r} was registered from {self.folder}; "
-                            "register the folder again (a new run is then trained for the new data)")
+        for split in splits:
+            path = self.folder / SPLIT_FILES[split]
+            digest = file_sha256(path) if path.is_file() else None
+            if digest != self.checksums()[SPLIT_FILES[split]]:
+                raise AbsaError(f"{path} changed after dataset {name!r} was registered from {self.folder}; "
+                                "register the folder again (a new run is then trained for the new data)")
+
+    def examples(self, split: str) -> list[D.Example]:
+        """The split's examples as registered, after checking that the file is still the one read."""
+        self.check_files((split,))
         return list(self.split_examples[split])
 
 

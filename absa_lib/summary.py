@@ -176,9 +176,16 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     parts, frames = [], []
     found = {r.config["dataset"] for r in runs}
     for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
-        if dataset in D.OWN and D.OWN[dataset].folder is None:
+        own = D.OWN.get(dataset)
+        other = own and own.folder and [r for r in runs if r.config["dataset"] == dataset
+                                        and r.config.get("data_sha256") != own.checksums()]
+        if own and own.folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
                                  "give its folder (`absa summary --data FOLDER`) to score them.")
+        elif other:
+            trivial, note = {}, (f"Trivial rows not shown: {len(other)} run(s) (e.g. {other[0].path}) were "
+                                 f"trained on other files than those in {own.folder}; give the folder they "
+                                 "were trained on.")
         else:
             try:
                 trivial, note = trivial_baselines(dataset, data_dir), ""

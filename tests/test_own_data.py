@@ -186,6 +186,9 @@ def test_edited_data_is_a_new_run_and_never_read_stale(trained, phones):
     path.write_text(path.read_text() + "t11,The case is ugly.,case,,\n")
     with pytest.raises(AbsaError, match="train.csv changed after dataset 'phones' was registered"):
         D.load_examples("phones", "train")
+    with pytest.raises(AbsaError, match="train.csv changed after dataset 'phones' was registered"):
+        training.train(small("phones", epochs=2), runs_dir=trained.path.parents[2], progress=False)
+    # (it used to return the run trained on the old file from the cache, as `cached`)
     own_data.register_dataset(phones)
     assert run_config.run_path(small("phones", epochs=2), trained.path.parents[2]) != trained.path
     again = training.train(small("phones", epochs=2), runs_dir=trained.path.parents[2], progress=False)
@@ -331,3 +334,9 @@ def test_a_summary_of_your_runs_shows_your_metrics_and_your_trivial_rows(trained
     assert "trivial" not in set(frame["source"]) and "give its folder (`absa summary --data FOLDER`)" in text
     text, frame = summarize(trained.path.parents[2], ("dev_best",), own_folders=(phones,))
     assert list(frame["source"]) == ["ours", "trivial", "trivial"]
+    edited = shutil.copytree(phones, phones.parent / "phones_v2")          # the same name, another test set
+    (edited / "test.csv").write_text((edited / "test.csv").read_text().replace("negative", "positive"))
+    D.OWN.clear()                           # trivial rows of other data used to be shown beside the runs
+    text, frame = summarize(trained.path.parents[2], ("dev_best",), own_folders=(edited,))
+    assert list(frame["source"]) == ["ours"]
+    assert f"were trained on other files than those in {edited}; give the folder they were trained on" in text
