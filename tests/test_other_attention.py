@@ -406,6 +406,8 @@ def test_tiny_training_run_through_absa_train(dataset, model, aux, extra, tmp_pa
 @pytest.mark.parametrize("argv,message", [
     (["--override", 'man_ortho="bogus"'], "man_ortho='bogus' is invalid"),
     (["--override", "alstm_hidden=8"], "does not apply to man-bert"),
+    (["--override", "man_rank=Infinity"], "man_rank=inf is invalid; expected a finite number >= 0 (int)"),  # was a traceback
+    (["--override", "man_lambda=Infinity"], "man_lambda=inf is invalid"),     # trained an epoch, then failed
     (["--objective", "pcgrad"], "objective='pcgrad' is not one of"),
 ])
 def test_bad_options_are_one_clear_line(argv, message, tmp_path, capsys):

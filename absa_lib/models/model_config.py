@@ -11,6 +11,7 @@ model fields of :data:`FIELDS` and :data:`OTHER_FIELDS` (their meaning: the docs
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from transformers import AutoConfig, BertConfig
@@ -100,13 +101,16 @@ def preset_fields(name: str, preset: str, **overrides) -> dict:
             raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
                             f"{', '.join(MODEL_FIELDS.get(name, ())) or 'no model fields'}")
         allowed = known[key][2]
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        number = (isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+                  and math.isfinite(value))
         ok = value in allowed if isinstance(allowed, tuple) else (
             isinstance(value, bool) if allowed is bool else isinstance(value, str) if allowed is str else
             number and value == int(value) if allowed is int else number)
         if not ok:
             raise AbsaError(f"model override {key}={value!r} is invalid; expected "
-                            f"{' or '.join(allowed) if isinstance(allowed, tuple) else allowed.__name__}")
+                            + (' or '.join(allowed) if isinstance(allowed, tuple) else
+                               f"a finite number >= 0 ({allowed.__name__})" if allowed in (int, float)
+                               else allowed.__name__))
         fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
     if not 0 < fields.get("joint_tau", 0.5) < 1:
         raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
