@@ -242,6 +242,15 @@ def test_bad_numbers_are_refused_before_anything_is_written(capsys, tmp_path, fl
     assert not (tmp_path / "runs").exists()
 
 
+def test_json_output_is_valid_json_with_undefined_metrics_as_null(capsys):
+    # absa train, absa data check --json, ... printed a bare NaN
+    from absa_lib.commands import print_json
+
+    print_json({"auc": float("nan"), "rows": [float("inf"), 0.5], "dev": {"f1": float("nan")}})
+    strict = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert strict == {"auc": None, "rows": [None, 0.5], "dev": {"f1": None}}
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["bench", "--threads", "0"], "argument --threads: expected a whole number of at least 1, got '0'"),
     (["bench", "--threads", "-1"], "got '-1'"), (["bench", "--warmup", "-1"], "at least 0, got '-1'"),

@@ -388,7 +388,7 @@ def test_tiny_training_run_through_absa_train(dataset, model, aux, extra, tmp_pa
     from absa_lib.metrics import METRIC_KEYS
 
     assert main(small_args(dataset, model, aux, tmp_path, *extra)) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in the output"))
     metrics = json.loads((tmp_path / dataset / model / summary["run_id"] / "metrics.json").read_text())
     assert metrics["complete"] and len(metrics["epochs"]) == 2
     for row in metrics["epochs"]:

@@ -4,6 +4,8 @@ The CLI discovers the modules in this package, so adding a command is adding a f
 types below are shared by the commands, the benchmarks and the scripts.
 """
 import argparse
+import json
+import math
 
 
 def whole_number(minimum: int):
@@ -28,3 +30,15 @@ DATA_DIR_HELP = ("the data folder (default: $ABSA_DATA_DIR, else data/ in the ch
                  "~/.cache/absa_lib/data when the package is installed outside one)")
 RUNS_DIR_HELP = ("the runs folder (default: $ABSA_RUNS_DIR, else runs/ in the checkout, or "
                  "~/.cache/absa_lib/runs when the package is installed outside one)")
+
+
+def print_json(obj, sort_keys: bool = False) -> None:
+    """Print ``obj`` as indented, valid JSON: an undefined metric (a NaN float, at any depth) is
+    ``null``, since a bare ``NaN`` is not JSON and strict readers (``jq``) refuse the whole output."""
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return [clean(v) for v in x] if isinstance(x, list | tuple) else x
+    print(json.dumps(clean(obj), indent=2, sort_keys=sort_keys, allow_nan=False))

@@ -22,11 +22,10 @@ time; the JSON also has each round's total and their median). ``--threads 1`` gi
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
-from absa_lib.commands import DATA_DIR_HELP, non_negative, positive
+from absa_lib.commands import DATA_DIR_HELP, non_negative, positive, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -172,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
              "padded_tokens": {label: sum(b["attention_mask"].numel() for b in data[label][1]) for label in settings},
              "repeats": args.repeats, "compile": args.compile, "cpu_native_bf16": device.type == "cpu" and resolve_precision("auto", device) == "bf16"}
     if args.json:
-        print(json.dumps({"setup": setup, "results": rows}, indent=2))
+        print_json({"setup": setup, "results": rows})
     else:
         _print_table(setup, rows, phases, ref)
     return 0

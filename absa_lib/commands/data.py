@@ -5,9 +5,8 @@ benchmark in that format."""
 from __future__ import annotations
 
 import argparse
-import json
 
-from absa_lib.commands import DATA_DIR_HELP
+from absa_lib.commands import DATA_DIR_HELP, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +71,7 @@ def _check(args: argparse.Namespace) -> int:
     result = {name: {split: split_stats(name, split) for split in SPLITS}}
     floor = trivial_baselines(name)                  # what a trained model must beat, on test
     if args.json:
-        print(json.dumps({**result, "trivial_test": floor}, indent=2))
+        print_json({**result, "trivial_test": floor})
         return 0
     _print_stats(result, as_json=False)
     print("  trivial predictors on test (the floor a model must beat):")
@@ -100,7 +99,7 @@ def _print_stats(result: dict, as_json: bool) -> None:
     from absa_lib.data import LABELS
 
     if as_json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return
     for dataset, splits in result.items():
         labels = LABELS[dataset]

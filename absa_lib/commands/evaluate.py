@@ -9,10 +9,8 @@ Prints :func:`absa_lib.predictions.evaluate_file` (the dict of
 from __future__ import annotations
 
 import argparse
-import json
-import math
 
-from absa_lib.commands import DATA_DIR_HELP
+from absa_lib.commands import DATA_DIR_HELP, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +31,5 @@ def run(args: argparse.Namespace) -> int:
 
     dataset = dataset_name(args.dataset, args.data_dir)            # a folder of your own data is registered
     metrics = evaluate_file(dataset, args.split, args.predictions, args.data_dir)
-    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
-    print(json.dumps(clean, indent=2, sort_keys=True, allow_nan=False))
+    print_json(metrics, sort_keys=True)
     return 0

@@ -5,7 +5,8 @@ which ``absa train`` trains as one classifier per context, also the count of a w
 from __future__ import annotations
 
 import argparse
-import json
+
+from absa_lib.commands import print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         info["classifiers_per_run"] = args.num_contexts
         info["parameters_per_run"] = args.num_contexts * info["parameters"]
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
         return 0
     preset = f" ({args.preset} preset)" if model.uses_context else ""
     print(f"{args.model}{preset} on {args.backbone}: {info['parameters']:,} parameters")

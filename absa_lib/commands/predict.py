@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from absa_lib.commands import print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
         result = predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate,
                               locations=args.locations)
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return 0
     sentences = read_sentences(args.file)
     source = "standard input" if args.file == "-" else args.file

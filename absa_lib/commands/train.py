@@ -6,7 +6,7 @@ import argparse
 import json
 from types import SimpleNamespace
 
-from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP
+from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP, print_json
 from absa_lib.config import TrainConfig
 from absa_lib.training import train
 
@@ -103,5 +103,5 @@ def run(args: argparse.Namespace) -> int:
                "selection_metric": result.metrics["selection_metric"],
                "dev_best": result.selected("dev_best"),
                "test_best (official protocol: selected on test)": result.selected("test_best")}
-    print(json.dumps(summary, indent=2))
+    print_json(summary)
     return 0
