@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import read_json
 
 
@@ -190,6 +190,30 @@ class Run:
                 "selection": protocol, "epoch": sel["epoch"], "dev": sel.get("dev"), "test": sel.get("test")}
 
 
+def select_epochs(epochs: list[dict], sel_metric: str) -> dict:
+    """The epoch each protocol picks, with its dev and test metrics: ``dev_best`` and ``test_best``
+    by ``sel_metric`` (ties go to the earlier epoch), and ``last``."""
+    def pick(best: dict) -> dict:
+        return {"epoch": best["epoch"], "dev": best["dev"], "test": best["test"]}
+
+    return {f"{split}_best": pick(max(epochs, key=lambda r: (r[split][sel_metric], -r["epoch"])))
+            for split in ("dev", "test")} | {"last": pick(epochs[-1])}
+
+
+def _check_selection(path: Path, metrics: dict) -> None:
+    """The recorded selections must be those the recorded epochs give: every table reads them."""
+    try:
+        again, recorded = select_epochs(metrics["epochs"], metrics["selection_metric"]), dict(metrics["selection"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise AbsaError(f"{path / 'metrics.json'}: its epochs cannot be read ({one_line(err)}); delete the run "
+                        "folder or rerun with --force") from None
+    for protocol, picked in again.items():
+        if json.dumps(recorded.get(protocol), sort_keys=True) != json.dumps(picked, sort_keys=True):
+            raise AbsaError(f"{path / 'metrics.json'}: the recorded {protocol} selection is not what its epochs "
+                            f"give (epoch {picked['epoch']}); the file was edited or damaged: restore it, or "
+                            "retrain with --force")
+
+
 def load_run(path: str | os.PathLike) -> Run:
     """Read a run folder. A run whose training has not finished raises :class:`AbsaError`."""
     path = Path(path)
@@ -210,6 +234,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not run.complete:
         raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
                         "run the same `absa train` command again to resume it")
+    _check_selection(path, metrics)
     return run
 
 

@@ -44,7 +44,7 @@ from absa_lib.models.per_context import build_for_training, skip_absent_contexts
 from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
 from absa_lib.predictions import write_predictions
-from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete
+from absa_lib.runs import Run, collect_env, config_hash, load_run, marked_complete, select_epochs
 
 # ----------------------------------------------------------------------------------------------
 # data
@@ -423,11 +423,6 @@ def _resume(last: Path, model, optimizer) -> dict | None:
 
 
 def _metrics_record(epochs: list[dict], sel_metric: str, complete: bool) -> dict:
-    """Per-epoch rows plus the three selections; ties go to the earlier epoch."""
-    def pick(split: str) -> dict:
-        best = max(epochs, key=lambda r: (r[split][sel_metric], -r["epoch"]))
-        return {"epoch": best["epoch"], "dev": best["dev"], "test": best["test"]}
-
-    selection = {"dev_best": pick("dev"), "test_best": pick("test"),
-                 "last": {"epoch": epochs[-1]["epoch"], "dev": epochs[-1]["dev"], "test": epochs[-1]["test"]}}
-    return {"epochs": epochs, "selection": selection, "selection_metric": sel_metric, "complete": complete}
+    """Per-epoch rows plus the three selections (:func:`absa_lib.runs.select_epochs`)."""
+    return {"epochs": epochs, "selection": select_epochs(epochs, sel_metric), "selection_metric": sel_metric,
+            "complete": complete}

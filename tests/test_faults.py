@@ -122,6 +122,31 @@ def test_a_run_config_that_is_not_a_record_is_refused(capsys, run, record, needl
     refused(capsys, ["predict", "--run", str(run), TEXT], str(run / "config.json"), needle)
 
 
+def _set_selected_p(record: dict, value) -> dict:
+    record["selection"]["dev_best"]["test"]["aspect_p"] = value
+    return record
+
+
+def _set_selected(record: dict, **fields) -> dict:
+    record["selection"]["dev_best"].update(fields)
+    return record
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda r: _set_selected_p(r, 0.95), "the recorded dev_best selection is not what its epochs give"),
+    (lambda r: _set_selected_p(r, "0.95"), "the recorded dev_best selection is not what its epochs give"),
+    (lambda r: _set_selected(r, epoch=3 - r["selection"]["dev_best"]["epoch"]),        # the other of 2 epochs
+     "the recorded dev_best selection"),
+    (lambda r: {k: v for k, v in r.items() if k != "selection"}, "its epochs cannot be read ('selection')"),
+])
+def test_an_edited_selection_in_metrics_json_is_refused(capsys, run, change, needle):
+    # the tables, summary and predict read the recorded selection: an edit used to be reported as is
+    edit_json(run / "metrics.json", change)
+    refused(capsys, ["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
+    with pytest.raises(AbsaError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        find_runs(run.parents[2])
+
+
 def test_the_checkpoint_must_be_the_runs_model(capsys, run):
     ckpt = run / "checkpoints" / "best"
     edit_json(ckpt / "config.json", lambda c: {**c, "absa_backbone": "/elsewhere/bert-base-uncased"})
