@@ -242,8 +242,12 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value); a field
     a record lacks (written before the field existed) has its neutral default. Unfinished runs are
     left out; a damaged or edited record is an error (never silently dropped or used)."""
-    from absa_lib.config import NEUTRAL_DEFAULTS
+    from absa_lib.config import NEUTRAL_DEFAULTS, RECORD_EXTRAS, TrainConfig
 
+    unknown = sorted(set(filters) - set(TrainConfig.__dataclass_fields__) - set(RECORD_EXTRAS))
+    if unknown:                                  # a misspelt field would match no run, silently
+        raise AbsaError(f"find_runs: {', '.join(unknown)} is not a field of a run's config.json; expected "
+                        "TrainConfig fields such as dataset, model, aux, preset, seed, epochs")
     runs = []
     for folder, complete in run_folders(runs_dir):
         if not complete:
@@ -260,11 +264,11 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
 
 
 def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
-    """Every run folder under ``runs_dir`` (a ``config.json`` outside a checkpoint), sorted, with
-    whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and what
-    ``absa summary`` lists as unfinished."""
+    """Every run folder under ``runs_dir`` (a ``config.json`` outside a run's ``checkpoints/``),
+    sorted, with whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and
+    what ``absa summary`` lists as unfinished. (A run folder you named ``best`` is still a run.)"""
     return [(cfg.parent, marked_complete(cfg.parent / "metrics.json"))
-            for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.name not in ("best", "last")]
+            for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.parent.name != "checkpoints"]
 
 
 def run_seconds(metrics: dict) -> float:

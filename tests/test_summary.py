@@ -149,3 +149,17 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
             for key, _, _ in metric_columns(dataset):
                 assert mine[key] == pytest.approx(rec[key]) and mine[f"{key}_sd"] == pytest.approx(
                     rec[f"{key}_sd"], nan_ok=True)
+
+
+def test_a_run_folder_is_any_folder_but_a_runs_checkpoints(tmp_path):
+    from absa_lib.errors import AbsaError
+    from absa_lib.runs import find_runs
+
+    run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "keep")
+    run = run.rename(run.parent / "best")
+    leftover = run / "checkpoints" / "best.tmp"           # what a process killed while saving leaves
+    leftover.mkdir(parents=True)
+    (leftover / "config.json").write_text("{}")
+    assert [r.path for r in find_runs(tmp_path / "keep")] == [run]      # a run named `best` was left out
+    with pytest.raises(AbsaError, match="^find_runs: modle is not a field of a run's config.json"):
+        find_runs(tmp_path / "keep", modle="qacg-bert")                # matched nothing, silently
