@@ -72,6 +72,13 @@ def _key(example) -> tuple[str, ...]:
     return tuple(str(part) for part in example.key)
 
 
+def _match_key(parts) -> tuple[str, ...]:
+    """A key as it is matched: without surrounding spaces. Two SemEval test ids end in a space in the
+    raw XML (``33068425#562449#4 ``), which a spreadsheet or ``str.strip`` drops; no two keys of a
+    split differ only in spaces."""
+    return tuple(str(part).strip() for part in parts)
+
+
 def _show(dataset: str, key: tuple[str, ...]) -> str:
     return ", ".join(f"{c}={v}" for c, v in zip(key_columns(dataset), key, strict=True))
 
@@ -164,7 +171,7 @@ def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[tuple[int,
 def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator[tuple[int, list[str]]]):
     """Each row's probabilities at its example's index (NaN where no row came); the line of each key
     seen, the rows whose key matches no example, and the rows whose gold label disagrees."""
-    index = {_key(e): i for i, e in enumerate(examples)}
+    index = {_match_key(e.key): i for i, e in enumerate(examples)}
     label_cols, key_cols = label_columns(dataset), key_columns(dataset)
     col = {name: j for j, name in enumerate(header)}
     gold_col = col.get("gold")
@@ -177,7 +184,7 @@ def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator
         if len(row) != len(header):
             raise AbsaError(f"{path}: line {line} has {len(row)} fields, expected {len(header)} "
                             f"({','.join(header)})")
-        key = tuple(row[col[c]] for c in key_cols)
+        key = _match_key(row[col[c]] for c in key_cols)
         if key in seen:
             raise AbsaError(f"{path}: line {line} repeats the key {_show(dataset, key)} of line {seen[key]}; "
                             "write one row per example")
@@ -203,7 +210,7 @@ def _check_alignment(path: Path, dataset: str, examples, seen: dict, unknown: li
         line, key = unknown[0]
         raise AbsaError(f"{path}: {len(unknown)} row(s) match no {dataset} {split} example (first: line "
                         f"{line}, {_show(dataset, key)}); is the file for this dataset and split?")
-    absent = [_key(e) for e in examples if _key(e) not in seen]
+    absent = [_key(e) for e in examples if _match_key(e.key) not in seen]
     if absent:
         raise AbsaError(f"{path}: {len(absent)} of {len(examples)} {dataset} {split} examples have no row "
                         f"(first: {_show(dataset, absent[0])}); write one row per example")

@@ -199,6 +199,11 @@ def test_evaluate_semeval_test_end_to_end(tmp_path, capsys, real_data_dir):
     perfect = _evaluate(capsys, _shuffled_file(tmp_path, examples, np.eye(5)[gold], "gold.csv"),
                         "semeval", real_data_dir)
     assert perfect == {k: 1.0 for k in perfect} and len(perfect) == 6
+    gold_file = tmp_path / "gold.csv"                # two raw ids end in a space, which editors strip
+    stripped = gold_file.read_text().replace("#4 ,", "#4,").replace("#3 ,", "#3,")
+    assert stripped != gold_file.read_text()
+    (tmp_path / "stripped.csv").write_text(stripped)
+    assert _evaluate(capsys, tmp_path / "stripped.csv", "semeval", real_data_dir) == perfect
     every = np.tile([.35, .1, .2, .05, .3], (len(examples), 1))       # every aspect, positive
     m = _evaluate(capsys, _shuffled_file(tmp_path, examples, every, "pos.csv"), "semeval", real_data_dir)
     assert m["aspect_p"] == 1025 / 4000 and m["aspect_r"] == 1.0
