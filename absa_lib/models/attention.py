@@ -23,8 +23,9 @@ CG-BERT (Eq. 2-3), per head h, with C^h the h-th d_h-slice of C and U_Q, U_K, v 
 QACG-BERT (Eq. 4-8)::
 
     A_self  = softmax(Q^h K^hᵀ / √d_h + M)                               (Eq. 1)
-    C_Q, C_K = C Z_Q + z_Q, C Z_K + z_K    Z: d×d_h shared by all heads (paper) or d×d split per
-                                           head (official HEAD), then dropout (official only)  (Eq. 5)
+    C_Q, C_K = C Z_Q + z_Q, C Z_K + z_K    Z: d×d_h shared by all heads (paper; our reading of an
+                                           ambiguous Eq. 5, docs/paper_notes.md §3.1) or d×d split
+                                           per head (official HEAD), then dropout (official only) (Eq. 5)
     A_quasi = σ(C_Q C_Kᵀ / √d_h + M)                                     (Eq. 6, α = 1)
     λ_Q = σ(C_Q v_Q^C + Q^h v_Q),  λ_K = σ(C_K v_K^C + K^h v_K)          (Eq. 7, + biases official)
     λ_A = 1 - (λ_Q + λ_K)                                                (Eq. 8, β = γ = 1)
