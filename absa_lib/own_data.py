@@ -153,7 +153,7 @@ def register_dataset(folder) -> str:
                         f"{', '.join(SPLIT_FILES.values())} (see docs/own_data.md)")
     scheme_path = folder / SCHEME_FILE
     try:
-        obj = json.loads(scheme_path.read_text(encoding="utf-8"))
+        obj = json.loads(scheme_path.read_text(encoding="utf-8-sig"))     # a BOM, as Notepad writes, is fine
     except FileNotFoundError:
         raise AbsaError(f"{scheme_path}: missing; a dataset folder declares its name, aspects and sentiments "
                         "there (see docs/own_data.md)") from None

@@ -133,6 +133,14 @@ def test_a_bad_row_is_one_line_naming_the_file_and_line(phones, row, message):
     assert text.startswith(f"{path}: line 18") and message in text and "\n" not in text
 
 
+def test_files_saved_with_a_byte_order_mark_are_read(phones):
+    for name in ("dataset.json", "train.csv"):            # Notepad's UTF-8; dataset.json was refused
+        path = phones / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert own_data.register_dataset(phones) == "phones"
+    assert len(D.load_examples("phones", "train")) > 0
+
+
 def test_missing_files_and_wrong_columns_are_refused(phones):
     (phones / "dev.csv").write_text("id,text,aspect,sentiment\nd1,x,battery,positive\n")
     with pytest.raises(AbsaError, match=r"dev.csv: header id,text,aspect,sentiment; expected the columns "
