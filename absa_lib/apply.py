@@ -129,7 +129,7 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
         line = raw[:err.start].count(b"\n") + 1
         raise AbsaError(f"{name}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
                         "as UTF-8") from None
-    lines = text.split("\n")                                 # numbered as editors number them
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")   # numbered as editors number them
     sentences = [(i, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
     if not sentences:
         raise AbsaError(f"{name}: no sentence in the file; expected one review sentence per line")

@@ -285,6 +285,15 @@ def test_predict_a_file_of_sentences_as_csv(first_run, tmp_path, capsys):
     assert "2 sentences, 12 predictions" in capsys.readouterr().err
 
 
+def test_sentences_are_read_line_by_line_whatever_the_line_ends(tmp_path):
+    from absa_lib.apply import read_sentences
+
+    for end in ("\n", "\r\n", "\r"):                  # a file with old Mac line ends was one long sentence
+        path = tmp_path / "r.txt"
+        path.write_bytes(f"\ufeffLOCATION1 is nice{end}{end}LOCATION2 is not{end}".encode())
+        assert read_sentences(path) == [(1, "LOCATION1 is nice"), (3, "LOCATION2 is not")], repr(end)
+
+
 @pytest.mark.parametrize("content,extra,needle", [
     (b"LOCATION1 is nice\nthe area is lovely\n", [], "reviews.txt: line 2: a SentiHood model needs"),
     (b"LOCATION1 is nice\nLOCATION1 \xff\n", [], "reviews.txt: line 2: not UTF-8 text (byte 0xff)"),
