@@ -224,10 +224,13 @@ def _check_alignment(path: Path, dataset: str, examples, seen: dict, unknown: li
 def evaluate_file(dataset: str, split: str, predictions: str | os.PathLike,
                   data_dir: str | os.PathLike | None = None) -> dict[str, float]:
     """The paper's metrics (Tables 1–2) of a prediction file for ``dataset``/``split``: its rows are
-    aligned to the split's examples by key and checked (see :func:`read_predictions`)."""
+    aligned to the split's examples by key and checked (see :func:`read_predictions`). ``dataset``:
+    a benchmark, a registered dataset's name, or a folder of your own data (registered here)."""
     from absa_lib.data import load_examples
     from absa_lib.metrics import compute_metrics
+    from absa_lib.own_data import dataset_name
 
+    dataset = dataset_name(str(dataset), data_dir)
     examples = load_examples(dataset, split, data_dir)
     probs = read_predictions(predictions, examples)
     gold = np.array([e.label_id for e in examples], dtype=np.int64)

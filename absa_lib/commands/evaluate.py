@@ -26,10 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.own_data import dataset_name
     from absa_lib.predictions import evaluate_file
 
-    dataset = dataset_name(args.dataset, args.data_dir)            # a folder of your own data is registered
-    metrics = evaluate_file(dataset, args.split, args.predictions, args.data_dir)
+    metrics = evaluate_file(args.dataset, args.split, args.predictions, args.data_dir)   # a folder: registered
     print_json(metrics, sort_keys=True)
     return 0
