@@ -64,6 +64,16 @@ def _lin(layer, x):
     return x @ layer.weight.T + (layer.bias if layer.bias is not None else 0.0)
 
 
+def _gate(layer, x):
+    """x (b, H, t, d_h) · v: one vector for every head (shape (1, d_h)), or head h's own (H, d_h)."""
+    if layer.weight.shape[0] == 1:
+        return _lin(layer, x)
+    heads = range(layer.weight.shape[0])
+    out = torch.stack([x[:, h] @ layer.weight[h] + (layer.bias[h] if layer.bias is not None else 0.0)
+                       for h in heads], dim=1)
+    return out[..., None]
+
+
 def ref_cg(att, x, e_c, mask01, act):
     H = att.num_attention_heads
     d_h = x.shape[-1] // H
@@ -71,8 +81,8 @@ def ref_cg(att, x, e_c, mask01, act):
     q, k, v = (_split(_lin(lin, x), H) for lin in (att.query, att.key, att.value))
     c = _split(_context_matrix(att, x, e_c), H)
     c_q, c_k = _lin(att.context_for_q, c), _lin(att.context_for_k, c)
-    lam_q = act(_lin(att.lambda_q_context_layer, c_q) + _lin(att.lambda_q_query_layer, q))
-    lam_k = act(_lin(att.lambda_k_context_layer, c_k) + _lin(att.lambda_k_key_layer, k))
+    lam_q = act(_gate(att.lambda_q_context_layer, c_q) + _gate(att.lambda_q_query_layer, q))
+    lam_k = act(_gate(att.lambda_k_context_layer, c_k) + _gate(att.lambda_k_key_layer, k))
     q_hat = (1 - lam_q) * q + lam_q * c_q
     k_hat = (1 - lam_k) * k + lam_k * c_k
     a = torch.softmax(q_hat @ k_hat.transpose(-1, -2) / math.sqrt(d_h) + M, dim=-1)
@@ -93,8 +103,8 @@ def ref_qacg(att, x, e_c, mask01, per_head):
         c_q = _lin(att.context_for_q, c)[:, None].expand(b, H, t, d_h)
         c_k = _lin(att.context_for_k, c)[:, None].expand(b, H, t, d_h)
     a_quasi = torch.sigmoid(c_q @ c_k.transpose(-1, -2) / math.sqrt(d_h) + M)
-    lam_q = torch.sigmoid(_lin(att.lambda_q_context_layer, c_q) + _lin(att.lambda_q_query_layer, q))
-    lam_k = torch.sigmoid(_lin(att.lambda_k_context_layer, c_k) + _lin(att.lambda_k_key_layer, k))
+    lam_q = torch.sigmoid(_gate(att.lambda_q_context_layer, c_q) + _gate(att.lambda_q_query_layer, q))
+    lam_k = torch.sigmoid(_gate(att.lambda_k_context_layer, c_k) + _gate(att.lambda_k_key_layer, k))
     a_hat = a_self + (1 - (lam_q + lam_k)) * a_quasi
     return (a_hat @ v).permute(0, 2, 1, 3).reshape(x.shape)
 
@@ -150,6 +160,30 @@ def test_cg_matches_hand_formulas(tiny_dir, preset, act):
         logits = model(**batch).logits
         ref_l = ref_logits(model, batch, lambda a, x_, e, m: ref_cg(a, x_, e, m, act))
     torch.testing.assert_close(logits, ref_l, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,preset", [("cg-bert", "paper"), ("cg-bert", "official"), ("qacg-bert", "paper"),
+                                         ("qacg-bert", "official")])
+def test_gate_vectors_per_head_as_the_paper_prints_them(tiny_dir, tmp_path, name, preset):
+    # lambda_per_head: V_Q^h, V_K^h per head (Eq. 3, 7); the presets share one per layer
+    from transformers import AutoModel
+
+    model = _model(name, preset, tiny_dir, lambda_per_head=True)
+    att = model.bert.encoder.layer[0].attention.self
+    assert att.lambda_q_query_layer.weight.shape == (4, 8)                      # (H, d_h)
+    assert (att.lambda_k_key_layer.bias is not None) == (name == "qacg-bert" and preset == "official")
+    act = torch.sigmoid if (name == "qacg-bert" or preset == "official") else torch.tanh
+    ref = (lambda a, x_, e, m: ref_qacg(a, x_, e, m, preset == "official")) if name == "qacg-bert" else (
+        lambda a, x_, e, m: ref_cg(a, x_, e, m, act))
+    batch = _batch()
+    with torch.no_grad():
+        logits = model(**batch).logits
+        torch.testing.assert_close(logits, ref_logits(model, batch, ref), rtol=1e-5, atol=1e-5)
+        model.save_pretrained(tmp_path / "m")                                   # strict loading, same shapes
+        again = AutoModel.from_pretrained(tmp_path / "m").eval()
+        torch.testing.assert_close(again(**batch).logits, logits)
+        shared = _model(name, preset, tiny_dir)
+        assert shared.bert.encoder.layer[0].attention.self.lambda_q_query_layer.weight.shape == (1, 8)
 
 
 def test_context_dropout_only_in_official_qacg(tiny_dir):

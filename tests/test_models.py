@@ -237,11 +237,11 @@ def test_bad_names_are_errors(tiny_dir):
 def test_preset_fields():
     assert preset_fields("qacg-bert", "official") == {
         "gate_activation": "sigmoid", "quasi_proj": "per_head", "context_dropout": True, "lambda_bias": True,
-        "init_std": 0.02, "lambda_init_std": 0.01, "quasi": True, "context_residual": True, "pooling": "cls"}
+        "lambda_per_head": False, "init_std": 0.02, "lambda_init_std": 0.01, "quasi": True, "context_residual": True, "pooling": "cls"}
     assert preset_fields("cg-bert", "official")["lambda_bias"] is False
     assert preset_fields("qacg-bert", "paper") == {
         "gate_activation": "tanh", "quasi_proj": "shared", "context_dropout": False, "lambda_bias": False,
-        "init_std": 1e-3, "lambda_init_std": 1e-3, "quasi": True, "context_residual": True, "pooling": "cls"}
+        "lambda_per_head": False, "init_std": 1e-3, "lambda_init_std": 1e-3, "quasi": True, "context_residual": True, "pooling": "cls"}
 
 
 def _count(name, preset, labels=3):

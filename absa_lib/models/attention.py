@@ -55,6 +55,24 @@ NEW_MODULES = ("context_layer", "context_for_q", "context_for_k", "lambda_q_cont
 _ACT = {"sigmoid": torch.sigmoid, "tanh": torch.tanh}
 
 
+class PerHeadVector(nn.Module):
+    """One gate vector per head, the paper's V_Q^h (Eq. 3, 7): x^h · v^h (+ b^h).
+
+    (B, 1|H, T, d_h) -> (B, H, T, 1); a (B, 1, T, d_h) input (QACG's shared C_Q) meets every head's
+    vector. The default, one ``nn.Linear(d_h, 1)`` per layer shared by its heads, is the official
+    code's (``lambda_per_head=False``).
+    """
+
+    def __init__(self, heads: int, d_h: int, bias: bool) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(heads, d_h))                    # (H, d_h)
+        self.bias = nn.Parameter(torch.zeros(heads)) if bias else None         # (H,)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = (x * self.weight[:, None, :]).sum(-1, keepdim=True)             # (B, H, T, 1)
+        return out if self.bias is None else out + self.bias[:, None, None]
+
+
 class _ContextSelfAttention(BertSelfAttention):
     """Shared parts: the per-layer context matrix C, head splitting, masked scores."""
 
@@ -66,10 +84,13 @@ class _ContextSelfAttention(BertSelfAttention):
         self.context_layer = nn.Linear(2 * d, d)              # W_c: [E_c ; X] -> C
         self.context_for_q = nn.Linear(ctx_in, ctx_out)       # U_Q (CG) or Z_Q (QACG)
         self.context_for_k = nn.Linear(ctx_in, ctx_out)
-        self.lambda_q_context_layer = nn.Linear(d_h, 1, bias=lambda_bias)
-        self.lambda_q_query_layer = nn.Linear(d_h, 1, bias=lambda_bias)
-        self.lambda_k_context_layer = nn.Linear(d_h, 1, bias=lambda_bias)
-        self.lambda_k_key_layer = nn.Linear(d_h, 1, bias=lambda_bias)
+        def gate_vector() -> nn.Module:                      # v_Q, v_Q^C, v_K, v_K^C
+            if getattr(config, "lambda_per_head", False):
+                return PerHeadVector(self.num_attention_heads, d_h, lambda_bias)
+            return nn.Linear(d_h, 1, bias=lambda_bias)
+
+        self.lambda_q_context_layer, self.lambda_q_query_layer = gate_vector(), gate_vector()
+        self.lambda_k_context_layer, self.lambda_k_key_layer = gate_vector(), gate_vector()
 
     def context_matrix(self, hidden_states: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """C = [E_c ; X] W_cᵀ + b_c (+ E_c): X (B, T, d), e_c (B, d) -> (B, T, d)."""
@@ -103,7 +124,8 @@ class CGBertSelfAttention(_ContextSelfAttention):
     """Context-guided self-attention (Eq. 2-3): Q and K are gated toward the context per token and head.
 
     Config fields read: ``gate_activation`` ("tanh" = paper Eq. 3, "sigmoid" = official code),
-    ``lambda_bias`` (official CG: False), ``context_residual``.
+    ``lambda_bias`` (official CG: False), ``lambda_per_head`` (True: a gate vector per head, as Eq. 3
+    is printed; False, both presets: one per layer, as the official code), ``context_residual``.
     """
 
     def __init__(self, config: BertConfig, layer_idx: int | None = None) -> None:
@@ -140,8 +162,9 @@ class QACGBertSelfAttention(_ContextSelfAttention):
     Eq. 5 prints and the Nov-2020 code did; "per_head": Z ∈ R^{d×d} split into heads, official
     HEAD), ``context_dropout`` (dropout p = attention_probs_dropout_prob on C_Q and C_K, official
     HEAD; with the shared Z one dropout mask serves all heads), ``lambda_bias`` (official HEAD:
-    True), ``quasi`` (False: λ_A = 0, i.e. Â = A_self, the ablation; the context parameters then
-    exist but are unused, and the components are only ``a_self`` and ``a_hat``), ``context_residual``.
+    True), ``lambda_per_head`` (as in CG-BERT, Eq. 7), ``quasi`` (False: λ_A = 0, i.e. Â = A_self,
+    the ablation; the context parameters then exist but are unused, and the components are only
+    ``a_self`` and ``a_hat``), ``context_residual``.
     """
 
     def __init__(self, config: BertConfig, layer_idx: int | None = None) -> None:

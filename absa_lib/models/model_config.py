@@ -36,6 +36,7 @@ FIELDS = {  # field: (paper, official, allowed values or type)
     "quasi_proj": ("shared", "per_head", ("shared", "per_head")),
     "context_dropout": (False, True, bool),
     "lambda_bias": (False, None, bool),        # None: True for qacg-bert, False for cg-bert
+    "lambda_per_head": (False, False, bool),   # the paper prints V_Q^h per head; both presets: per layer
     "init_std": (1e-3, 0.02, float),
     "lambda_init_std": (1e-3, 0.01, float),
     "quasi": (True, True, bool),
@@ -68,9 +69,10 @@ _ALSTM = ("alstm_hidden", "alstm_aspect_dim", "alstm_vectors", "head_lr")
 MODEL_FIELDS = {  # the fields each model reads
     "bert-single": ("pooling",),
     "bert-pair": ("pooling",),
-    "cg-bert": ("gate_activation", "lambda_bias", "init_std", "lambda_init_std", "context_residual", "pooling"),
-    "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "init_std", "lambda_init_std", "quasi",
-                  "context_residual", "pooling"),
+    "cg-bert": ("gate_activation", "lambda_bias", "lambda_per_head", "init_std", "lambda_init_std",
+                "context_residual", "pooling"),
+    "qacg-bert": ("quasi_proj", "context_dropout", "lambda_bias", "lambda_per_head", "init_std", "lambda_init_std",
+                  "quasi", "context_residual", "pooling"),
     "atae-lstm": _ALSTM + ("alstm_score",),
     "ae-lstm": _ALSTM,
     "at-lstm": _ALSTM + ("alstm_score",),
