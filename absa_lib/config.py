@@ -178,6 +178,10 @@ def recorded_identity(record: dict) -> dict:
     return {**identity, "absa_lib_version": record.get("absa_lib_version")}
 
 
+class _NameTaken(Exception):
+    """A run record's own-data scheme clashes with another dataset of that name in this process."""
+
+
 def config_from_record(record, source: Path) -> TrainConfig:
     """The TrainConfig of a run's config.json, after checking that it is one and that its run_id is
     the hash of what it records (an edited ``dataset``, ``aux`` or ``model`` would otherwise make
@@ -200,10 +204,16 @@ def config_from_record(record, source: Path) -> TrainConfig:
             if scheme.name != record["dataset"]:
                 raise AbsaError(f"dataset_scheme names {scheme.name!r}, the run's dataset is "
                                 f"{record['dataset']!r}")
-            register_scheme(scheme)
+            try:
+                register_scheme(scheme)
+            except AbsaError as err:                    # the record is fine: another dataset took the name
+                raise _NameTaken(str(err)) from None
         config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
     except AbsaError as err:
         raise AbsaError(f"{source}: {err}; {fix}") from None
+    except _NameTaken as err:
+        raise AbsaError(f"{source}: {err}; runs of two datasets of one name cannot be read together: "
+                        "summarise or load them apart, or give one dataset another name") from None
     digest = config_hash(recorded_identity(record))
     if record["run_id"] != digest:
         raise AbsaError(f"{source}: run_id {record['run_id']!r} is not the hash of the recorded configuration "

@@ -239,8 +239,11 @@ def test_runs_of_your_own_data_do_not_disturb_collecting_the_benchmarks(trained)
     own_data.register_scheme(own_data.Scheme("phones", ("camera",), ("good", "bad")))   # another "phones"
     runs_dir = trained.path.parents[2]
     assert find_runs(runs_dir, dataset="sentihood") == []
-    with pytest.raises(AbsaError, match="'phones' is already registered with another scheme"):
+    with pytest.raises(AbsaError, match="'phones' is already registered with another scheme") as err:
         find_runs(runs_dir, dataset="phones")
+    # the record is fine: the advice is to read the two datasets apart, not to restore or retrain it
+    assert "cannot be read together: summarise or load them apart" in str(err.value)
+    assert "restore the file" not in str(err.value)
 
 
 def test_an_edited_scheme_in_the_record_is_refused(trained):
