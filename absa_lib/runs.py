@@ -207,7 +207,7 @@ def _check_selection(path: Path, metrics: dict) -> None:
     except (KeyError, TypeError, ValueError) as err:
         raise AbsaError(f"{path / 'metrics.json'}: its epochs cannot be read ({one_line(err)}); delete the run "
                         "folder or rerun with --force") from None
-    for protocol, picked in again.items():
+    for protocol, picked in again.items():       # compared as JSON text, where NaN equals NaN
         if json.dumps(recorded.get(protocol), sort_keys=True) != json.dumps(picked, sort_keys=True):
             raise AbsaError(f"{path / 'metrics.json'}: the recorded {protocol} selection is not what its epochs "
                             f"give (epoch {picked['epoch']}); the file was edited or damaged: restore it, or "

@@ -177,12 +177,11 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     found = {r.config["dataset"] for r in runs}
     for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
         own = D.OWN.get(dataset)
-        other = own and own.folder and [r for r in runs if r.config["dataset"] == dataset
-                                        and r.config.get("data_sha256") != own.checksums()]
         if own and own.folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
                                  "give its folder (`absa summary --data FOLDER`) to score them.")
-        elif other:
+        elif own and (other := [r for r in runs if r.config["dataset"] == dataset
+                                and r.config.get("data_sha256") != own.checksums()]):
             trivial, note = {}, (f"Trivial rows not shown: {len(other)} run(s) (e.g. {other[0].path}) were "
                                  f"trained on other files than those in {own.folder}; give the folder they "
                                  "were trained on.")
