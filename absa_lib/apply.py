@@ -179,6 +179,11 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
             raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
         if targets:
             raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
+        for i, text in enumerate(texts):           # two places would share a mask, or one have none
+            masks = [t for t in D.TARGETS if t in text]
+            if masks:
+                raise AbsaError(f"{prefix[i]}the text already contains {masks[0]}; with --locations give "
+                                "the place names unmasked, or leave --locations out")
         texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts), strict=True))
     for i, text in enumerate(texts):
         if locations and not named[i]:

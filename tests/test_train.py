@@ -351,6 +351,11 @@ def test_predict_masks_named_locations_as_the_dataset_does(first_run, tmp_path, 
     assert main(["predict", "--run", str(first_run.path), "Soho is cheap", "--locations", "Soho",
                  "--targets", "LOCATION1"]) == 2
     assert "give one of them" in capsys.readouterr().err
+    # a text masked already: Soho would become a second LOCATION1 (or LOCATION2 a target with no place)
+    for text in ("LOCATION1 is dearer than Soho", "Soho is dearer than LOCATION2"):
+        assert main(["predict", "--run", str(first_run.path), text, "--locations", "Soho"]) == 2
+        err = capsys.readouterr().err
+        assert "the text already contains LOCATION" in err and "Traceback" not in err
     # the sentence after --locations is taken as a name: say so instead of only "give a sentence"
     assert main(["predict", "--run", str(first_run.path), "--locations", "Soho", "Soho is cheap"]) == 2
     assert "--locations takes several values, so give the sentence before them" in capsys.readouterr().err
