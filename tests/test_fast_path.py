@@ -193,6 +193,31 @@ def test_mean_pooling_is_an_option_not_the_default():
         build_model("bert-pair", backbone="tiny", num_labels=3, num_contexts=8, pooling="max")
 
 
+@pytest.mark.parametrize("name", ["bert-pair", "qacg-bert"])
+def test_the_papers_head_reads_the_last_cls_state_without_a_bias(name, tmp_path):
+    # §3.5: y = softmax(e_CLS W_CLSᵀ); the presets keep the official pooler head
+    from transformers import AutoModel
+
+    from absa_lib.features import collate
+    from absa_lib.models import build_model
+
+    model = build_model(name, backbone="tiny", num_labels=3, num_contexts=8, pooling="cls_state").eval()
+    assert model.classifier.bias is None and "classifier.bias" not in model.state_dict()
+    enc = [Encoded(list(range(5, 15)), [0] * 10, 0, 2), Encoded(list(range(5, 9)), [0] * 4, 0, 5)]
+    batch = {k: v for k, v in collate(enc).items() if k != "labels"}
+    with torch.no_grad():
+        logits = model(**batch).logits                                             # (2, 3)
+        mask = (1.0 - batch["attention_mask"][:, None, None, :].float()) * -10000.0
+        extra = {"context": model.context_embeddings(batch["context_ids"])} if name == "qacg-bert" else {}
+        states = model.bert(input_ids=batch["input_ids"], attention_mask=mask,
+                            token_type_ids=batch["token_type_ids"], **extra).last_hidden_state
+        torch.testing.assert_close(logits, states[:, 0] @ model.classifier.weight.T)
+        pooled = model.bert.pooler(states)                                         # the official head's input
+        assert not torch.allclose(logits, pooled @ model.classifier.weight.T)
+        model.save_pretrained(tmp_path / "m")                                      # strict loading, no bias
+        torch.testing.assert_close(AutoModel.from_pretrained(tmp_path / "m").eval()(**batch).logits, logits)
+
+
 @pytest.mark.usefixtures("real_data_dir")
 def test_tokenized_once_per_process(monkeypatch):
     from absa_lib.models import load_tokenizer

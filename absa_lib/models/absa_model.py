@@ -25,12 +25,17 @@ field                   ``paper``            ``official`` (repo HEAD)    meaning
 ``quasi``               True                 True                        False: λ_A = 0 (ablation)
 ``context_residual``    True                 True                        C = [E_c; X] W_cᵀ + b + E_c
 ``pooling``             cls                  cls                         cls: BERT's pooler on h_[CLS];
+                                                                         cls_state: §3.5's head;
                                                                          mean: masked mean of the last
                                                                          states (not the paper's)
 ======================  ===================  ==========================  =============================
 
-``pooling="mean"`` is an option for backbones trained as sentence encoders with mean pooling (the
-offline MiniLM): their [CLS] pooler was never trained for classification. It is never a default.
+``pooling="cls_state"`` is the paper's head as §3.5 writes it, y = softmax(e_CLS W_CLSᵀ): the last
+[CLS] state, dropout, and a linear layer without bias; the pretrained pooler stays in the model
+unused (``absa info`` still counts it). Both presets keep the official pooler head (no committed run
+used this option). ``pooling="mean"`` is an option for backbones trained as sentence encoders with
+mean pooling (the offline MiniLM): their [CLS] pooler was never trained for classification. Neither
+is ever a default.
 
 Reading of the paper preset: §3.7 says new layers start at N(0, σ²) with "σ = e−3". We read it
 as 10⁻³ (the "1" of "1e−3" lost in extraction): e^{-3} ≈ 0.05 would be larger than BERT's own 0.02,
@@ -103,7 +108,8 @@ class AbsaModel(AbsaPreTrainedModel):
                 layer.attention.self = new
             self.context_embeddings = nn.Embedding(config.num_contexts, d)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.classifier = nn.Linear(d, config.num_labels)
+        pooling = getattr(config, "pooling", "cls")
+        self.classifier = nn.Linear(d, config.num_labels, bias=pooling != "cls_state")   # W_CLS: no bias in §3.5
         joint.add_task_weights(self)
         self._init_new_weights()
         self.post_init()                 # transformers' bookkeeping; draws nothing (see init_weights)
@@ -112,7 +118,8 @@ class AbsaModel(AbsaPreTrainedModel):
     def _init_new_weights(self) -> None:
         cfg = self.config
         nn.init.normal_(self.classifier.weight, std=cfg.initializer_range)
-        nn.init.zeros_(self.classifier.bias)
+        if self.classifier.bias is not None:
+            nn.init.zeros_(self.classifier.bias)
         if not self.uses_context:
             return
         nn.init.normal_(self.context_embeddings.weight, std=cfg.init_std)
@@ -156,9 +163,12 @@ class AbsaModel(AbsaPreTrainedModel):
             if output_components:
                 extra["components"] = components = []
         out = self.bert(input_ids=input_ids, attention_mask=mask, token_type_ids=token_type_ids, **extra)
-        if getattr(self.config, "pooling", "cls") == "mean":      # not the paper's: see the docstring
+        pooling = getattr(self.config, "pooling", "cls")
+        if pooling == "mean":                                     # not the paper's: see the docstring
             keep = attention_mask[:, :, None].to(out.last_hidden_state.dtype)      # (B, T, 1)
             pooled = (out.last_hidden_state * keep).sum(1) / keep.sum(1)           # (B, d)
+        elif pooling == "cls_state":                              # §3.5: y = softmax(e_CLS W_CLSᵀ)
+            pooled = out.last_hidden_state[:, 0]                                   # e_CLS: (B, d)
         else:
             pooled = out.pooler_output                                             # tanh(W_p h_[CLS] + b_p)
         logits = self.classifier(self.dropout(pooled))                             # (B, C)

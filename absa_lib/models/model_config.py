@@ -41,7 +41,7 @@ FIELDS = {  # field: (paper, official, allowed values or type)
     "lambda_init_std": (1e-3, 0.01, float),
     "quasi": (True, True, bool),
     "context_residual": (True, True, bool),
-    "pooling": ("cls", "cls", ("cls", "mean")),
+    "pooling": ("cls", "cls", ("cls", "cls_state", "mean")),
 }
 OTHER_FIELDS = {  # the other attention systems' fields (one default for both presets; see their modules)
     "head_lr": (None, None, float),            # None: the model's own (ATAE 1e-3, MAN and OA 1e-4)
