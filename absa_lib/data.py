@@ -78,6 +78,15 @@ def group_size(dataset: str) -> int:
     return len(ASPECTS[dataset])
 
 
+def eval_subset(examples: list, dataset: str, k: int | None) -> list:
+    """The dev or test examples a run with ``max_eval_examples = k`` is scored on: the first ``k``
+    rounded down to whole groups (at least one; the metrics need whole groups); all when ``k`` is None."""
+    if k is None:
+        return examples
+    g = group_size(dataset)
+    return examples[: max(1, k // g) * g]
+
+
 def targets_of(dataset: str) -> tuple:
     """The targets a context can name: LOCATION1, LOCATION2 (SentiHood), (None,) (SemEval), or your own."""
     _check(dataset)

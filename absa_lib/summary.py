@@ -31,6 +31,7 @@ from absa_lib.tables import (
     format_cell,
     metric_columns,
     run_ids,
+    shared_eval_subset,
     trivial_baselines,
     trivial_values,
 )
@@ -177,6 +178,8 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     found = {r.config["dataset"] for r in runs}
     for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
         own = D.OWN.get(dataset)
+        subsets = {r.config.get("max_eval_examples") for r in runs if r.config["dataset"] == dataset}
+        subset = shared_eval_subset(dataset, runs)                      # the trivial rows' test examples
         if own and own.folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
                                  "give its folder (`absa summary --data FOLDER`) to score them.")
@@ -187,12 +190,15 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
                                  "were trained on.")
         else:
             try:
-                trivial, note = trivial_baselines(dataset, data_dir), ""
+                trivial, note = trivial_baselines(dataset, data_dir, subset), ""
             except AbsaError as err:
                 trivial, note = {}, f"Trivial rows not shown: {err}"
-        if any(r.config.get("max_eval_examples") is not None for r in runs if r.config["dataset"] == dataset):
-            note += (" " if note else "") + ("Some rows are scored on a subset of the test set "
+        if len(subsets) > 1:
+            note += (" " if note else "") + ("Rows are scored on different parts of the test set "
                                              "(max_eval_examples); the trivial rows on all of it.")
+        elif subset is not None:
+            note += (" " if note else "") + ("Every row, the trivial ones too, is scored on the same first "
+                                             f"part of the test set (max_eval_examples {subset}).")
         df = summary_table(dataset, runs, protocols, trivial)
         parts.append(summary_markdown(df, dataset, note))
         frames.append(df.assign(dataset=dataset)[["dataset", *df.columns]])

@@ -129,11 +129,14 @@ def budget_label(config: dict) -> str:
     return f"{config.get('backbone')}, {epochs_text(config.get('epochs'))}"
 
 
-def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
+def trivial_baselines(dataset: str, data_dir=None, max_eval_examples: int | None = None) -> dict[str, dict]:
     """Metrics of the two trivial predictors on the test set, the floor beside every table:
 
     - all-None: every (target,) aspect predicted absent;
     - majority polarity: every aspect predicted present with the polarity most frequent in training.
+
+    ``max_eval_examples``: score them on the test examples that runs with this budget are scored on
+    (:func:`absa_lib.data.eval_subset`; None: all), so that the floor and the rows share a test set.
 
     Returns ``{row name: metrics}`` (fractions, as :func:`absa_lib.metrics.compute_metrics`)."""
     import numpy as np
@@ -143,7 +146,8 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
 
     labels, none = D.LABELS[dataset], D.none_id(dataset)
     train = [e.label_id for e in D.load_examples(dataset, "train", data_dir=data_dir)]
-    gold = np.array([e.label_id for e in D.load_examples(dataset, "test", data_dir=data_dir)])
+    test = D.eval_subset(D.load_examples(dataset, "test", data_dir=data_dir), dataset, max_eval_examples)
+    gold = np.array([e.label_id for e in test])
     majority = int(np.argmax(np.bincount([y for y in train if y != none], minlength=len(labels))))
     out = {}
     for name, label in ((f"All-{labels[none]} (trivial)", none),
@@ -152,6 +156,13 @@ def trivial_baselines(dataset: str, data_dir=None) -> dict[str, dict]:
         probs[:, label] = 1.0
         out[name] = compute_metrics(dataset, gold, probs)
     return out
+
+
+def shared_eval_subset(dataset: str, runs: list) -> int | None:
+    """The ``max_eval_examples`` that every run of ``dataset`` among ``runs`` was scored with, for
+    :func:`trivial_baselines`; None (the whole test set) when they differ or there are none."""
+    subsets = {r.config.get("max_eval_examples") for r in runs if r.config["dataset"] == dataset}
+    return next(iter(subsets)) if len(subsets) == 1 else None
 
 
 def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:

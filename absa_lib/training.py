@@ -37,7 +37,7 @@ from absa_lib.errors import AbsaError, RunBusy, one_line
 from absa_lib.features import Encoded, batches, encode_examples, length_grouped, per_context, sequential
 from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder, read_json
 from absa_lib.inference import class_probabilities, predict_probs, to_device
-from absa_lib.inputs import variant_num_labels
+from absa_lib.inputs import model_sizes
 from absa_lib.metrics import compute_metrics, selection_metric
 from absa_lib.models import joint, load_tokenizer
 from absa_lib.models.per_context import build_for_training, skip_absent_contexts, step_routing
@@ -57,13 +57,6 @@ def _subset_train(examples: list, k: int | None) -> list:
     return [examples[i] for i in sorted(order[:k])]
 
 
-def _subset_eval(examples: list, dataset: str, k: int | None) -> list:
-    if k is None:
-        return examples
-    g = D.group_size(dataset)
-    return examples[: max(1, k // g) * g]          # whole groups: the metrics need them
-
-
 _ENCODED: dict[tuple, tuple[list, list[Encoded]]] = {}     # one tokenization per split per process
 
 
@@ -79,7 +72,7 @@ def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> 
         if split == "train":
             examples = _subset_train(examples, config.max_train_examples)
         else:
-            examples = _subset_eval(examples, config.dataset, config.max_eval_examples)
+            examples = D.eval_subset(examples, config.dataset, config.max_eval_examples)
         _ENCODED[key] = examples, encode_examples(examples, config.aux, tokenizer, config.max_length)
     return _ENCODED[key]
 
@@ -241,8 +234,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, keep_resume_
     train_ex, train_enc = prepare_split(config, "train", tokenizer, data_dir)
     splits = {s: prepare_split(config, s, tokenizer, data_dir) for s in ("dev", "test")}
     model = build_for_training(config.model, backbone=config.backbone, preset=config.preset,
-                               num_labels=variant_num_labels(config.dataset, config.aux),
-                               num_contexts=D.num_contexts(config.dataset), **joint.build_kwargs(config),
+                               **model_sizes(config.dataset, config.aux), **joint.build_kwargs(config),
                                **config.model_overrides).to(device)
     optimizer = build_optimizer(model, config)
     identity = run_identity(config)

@@ -278,6 +278,29 @@ def test_variant_tables_end_with_the_trivial_rows():
     assert "| All-None (trivial) | – | – | – | – | 25.0 | 25.0 |" in md and "60.0 [90.0]" in md
 
 
+def test_trivial_rows_score_the_test_examples_the_runs_are_scored_on(real_data_dir):
+    # max_eval_examples: the first whole groups of the test split, as training scores the runs
+    from absa_lib import data
+
+    gold = [e.label for e in data.load_examples("sentihood", "test", real_data_dir)]
+    first = [gold[i:i + 4] for i in range(0, 40, 4)]                           # 42 -> 10 whole groups
+    part = T.trivial_baselines("sentihood", real_data_dir, max_eval_examples=42)["All-None (trivial)"]
+    assert part["aspect_strict_acc"] == pytest.approx(sum(g == ["None"] * 4 for g in first) / 10)
+    whole = T.trivial_baselines("sentihood", real_data_dir)["All-None (trivial)"]
+    assert part["aspect_strict_acc"] != pytest.approx(whole["aspect_strict_acc"])
+
+
+def test_the_trivial_rows_take_the_subset_every_run_shares_else_the_whole_test_set():
+    from types import SimpleNamespace
+
+    def run(dataset, k):
+        return SimpleNamespace(config={"dataset": dataset, "max_eval_examples": k})
+
+    assert T.shared_eval_subset("sentihood", [run("sentihood", 120), run("semeval", None)]) == 120
+    assert T.shared_eval_subset("sentihood", [run("sentihood", 120), run("sentihood", None)]) is None
+    assert T.shared_eval_subset("semeval", [run("sentihood", 120)]) is None
+
+
 def test_trivial_rows_of_the_variant_tables_are_the_constant_predictors(real_data_dir):
     """All-None and majority-polarity rows, checked against values computed here from the labels."""
     from absa_lib import data

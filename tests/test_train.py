@@ -226,6 +226,18 @@ def test_cli_train_bad_argument(capsys):
     assert rc == 2 and "auxiliary sentence" in capsys.readouterr().err
 
 
+def test_the_summary_scores_the_trivial_rows_on_the_runs_test_examples(first_run, real_data_dir):
+    from absa_lib import data
+    from absa_lib.summary import summarize
+
+    text, frame = summarize(first_run.path.parent.parent.parent, ("dev_best",), data_dir=real_data_dir)
+    assert "scored on the same first part of the test set (max_eval_examples 40)" in text
+    gold = [e.label for e in data.load_examples("sentihood", "test", real_data_dir)[:40]]
+    none = frame[frame["row"] == "All-None (trivial)"].iloc[0]
+    expected = sum(gold[i:i + 4] == ["None"] * 4 for i in range(0, 40, 4)) / 10
+    assert none["aspect_strict_acc"] == pytest.approx(100 * expected)
+
+
 def test_predict_every_target_and_aspect(first_run, capsys):
     rc = main(["predict", "--run", str(first_run.path), "LOCATION1 is cheap but LOCATION2 is not safe"])
     out = json.loads(capsys.readouterr().out)
