@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from absa_lib.data import LABELS, Example
+from absa_lib.data import LABELS, Example, group_size, num_contexts
 from absa_lib.errors import AbsaError
 
 # Sun et al. run nltk.word_tokenize, lower-case, and turn the whole tokens location1/location2 into
@@ -110,6 +110,13 @@ def build_inputs(examples: list[Example], variant: str) -> list[TextInput]:
 def variant_num_labels(dataset: str, variant: str) -> int:
     """2 (no / yes) for the B variants, else the number of classes."""
     return 2 if variant in B_VARIANTS else len(LABELS[dataset])
+
+
+def model_sizes(dataset: str, variant: str = "none") -> dict[str, int]:
+    """The sizes :func:`absa_lib.models.build_model` takes for ``dataset`` read through input
+    ``variant``: ``num_labels`` (:func:`variant_num_labels`), ``num_contexts`` and ``num_aspects``."""
+    return {"num_labels": variant_num_labels(dataset, variant), "num_contexts": num_contexts(dataset),
+            "num_aspects": group_size(dataset)}
 
 
 def pool_binary_scores(dataset: str, variant: str, yes_scores: np.ndarray) -> np.ndarray:

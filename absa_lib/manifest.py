@@ -52,7 +52,7 @@ def load(results_dir: str | Path) -> dict:
 
 
 def record(results_dir: str | Path, notebook: str, profile: str, outputs: list, run_ids: list | tuple = (),
-           parameters: dict | None = None) -> Path:
+           parameters: dict | None = None, changed: list | tuple = ()) -> Path:
     """Add (or replace) ``notebook``'s entry: its outputs with checksums, its runs and parameters.
 
     Args:
@@ -62,6 +62,9 @@ def record(results_dir: str | Path, notebook: str, profile: str, outputs: list, 
         outputs: paths of the files it wrote (absolute or relative to the cwd).
         run_ids: ids of the runs its results come from.
         parameters: its parameter values (JSON-serialisable).
+        changed: names of parameters whose values differ from ``profile``'s file; recorded as
+            ``changed_parameters`` when there are any, so a profile's name never vouches for values
+            it does not hold.
 
     Returns:
         The manifest's path.
@@ -82,7 +85,8 @@ def record(results_dir: str | Path, notebook: str, profile: str, outputs: list, 
     manifest["files"] = dict(sorted(manifest["files"].items()))
     manifest.setdefault("notebooks", {})[notebook] = {
         "profile": profile, "outputs": sorted(files), "run_ids": sorted(set(map(str, run_ids))),
-        "parameters": json.loads(json.dumps(parameters or {}, default=str))}
+        "parameters": json.loads(json.dumps(parameters or {}, default=str)),
+        **({"changed_parameters": sorted(changed)} if changed else {})}
     manifest["notebooks"] = dict(sorted(manifest["notebooks"].items()))
     path = results_dir / NAME
     atomic_write_json(path, manifest)

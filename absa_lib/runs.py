@@ -177,12 +177,11 @@ class Run:
 
     def checkpoint_fields(self) -> dict:
         """What a checkpoint's config.json must say for this run: model, labels, contexts, backbone."""
-        from absa_lib.data import num_contexts
-        from absa_lib.inputs import variant_num_labels
+        from absa_lib.inputs import model_sizes
 
-        dataset, aux = self.config["dataset"], self.config["aux"]
-        return {"absa_model": self.config["model"], "num_labels": variant_num_labels(dataset, aux),
-                "num_contexts": num_contexts(dataset), "absa_backbone": self.config["backbone"]}
+        sizes = model_sizes(self.config["dataset"], self.config["aux"])
+        return {"absa_model": self.config["model"], "num_labels": sizes["num_labels"],
+                "num_contexts": sizes["num_contexts"], "absa_backbone": self.config["backbone"]}
 
     def summary(self, protocol: str = "dev_best") -> dict:
         sel = self.selected(protocol)

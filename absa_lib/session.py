@@ -41,13 +41,15 @@ class Folders:
 @dataclass
 class Session:
     """What a notebook works with: ``params`` (its declared parameters), ``dirs``, ``data_dir`` (None:
-    ``$ABSA_DATA_DIR``, then the download folder) and ``outputs``, the files it wrote."""
+    ``$ABSA_DATA_DIR``, then the download folder), ``outputs``, the files it wrote, and ``changed``,
+    the parameters whose values differ from the profile that ``params["profile"]`` names."""
 
     notebook: str
     params: dict
     dirs: Folders
     data_dir: str | None
     outputs: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
 
     @property
     def train_base(self) -> dict:
@@ -58,8 +60,9 @@ class Session:
         """Record this notebook's outputs (and the runs they come from) in ``<results>/MANIFEST.json``."""
         profile = self.params["profile"]
         path = manifest.record(self.dirs.results, self.notebook, profile, self.outputs, [r.run_id for r in runs],
-                               self.params)
-        print(f"[{self.notebook}] wrote {len(self.outputs)} files (profile {profile}); manifest: {path}")
+                               self.params, self.changed)
+        changed = f", changed: {', '.join(self.changed)}" if self.changed else ""
+        print(f"[{self.notebook}] wrote {len(self.outputs)} files (profile {profile}{changed}); manifest: {path}")
         for p in self.outputs:
             print("   ", p)
 
@@ -70,7 +73,7 @@ def setup(notebook: str, namespace: dict) -> Session:
     params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
     if "profile" not in params:
         raise AbsaError(f"{notebook}: its parameters cell declares no `profile: str = ...`")
-    check_profile(params["profile"], params)
+    changed = check_profile(params["profile"], params)
     set_threads(params.get("num_threads", 0))
 
     def folder(name: str, create: bool = True) -> Path | None:
@@ -82,7 +85,7 @@ def setup(notebook: str, namespace: dict) -> Session:
     print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
     data_dir = params.get("data_dir") or None
     ensure_data(data_dir)
-    return Session(notebook, params, dirs, data_dir)
+    return Session(notebook, params, dirs, data_dir, changed=changed)
 
 
 def resolve_dir(path: str | Path, create: bool = True) -> Path:

@@ -40,7 +40,9 @@ if "google.colab" in sys.modules:
 # Only what this notebook reads; `bash run_all.sh PROFILE` (papermill) sets them from
 # `params/PROFILE.yaml`.
 # The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
-# writes only to the git-ignored `executed/smoke/`.
+# writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
+# (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
+# profile named, and the manifest lists them.
 
 # %% tags=["parameters"]
 profile: str = "smoke"                       # params/<profile>.yaml these follow (smoke ... render)
@@ -125,10 +127,10 @@ markdown = data_overview.statistics_markdown(stats)
 notebook.outputs += tables.write_table(statistics, markdown, notebook.dirs.results, "data_statistics")
 
 # %% [markdown]
-# Most examples say nothing about their aspect: `None` is about 84% of SentiHood and `none` about
-# 74% of SemEval, in every split. That is why the tables report *strict accuracy* (all aspects of
-# a sentence and target right) and aspect P/R/F1 rather than plain accuracy, and why the official
-# code's class-balanced sampler (tested in `04_ablations`) changes results.
+# Most examples say nothing about their aspect: `None` is about 84% of SentiHood and `none` 74–76%
+# of SemEval, in every split (the tables above). That is why the tables report *strict accuracy*
+# (all aspects of a sentence and target right) and aspect P/R/F1 rather than plain accuracy, and
+# why the official code's class-balanced sampler (tested in `04_ablations`) changes results.
 
 # %%
 fig = plots.label_distribution(data_overview.label_counts(stats))

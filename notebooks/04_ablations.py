@@ -25,7 +25,7 @@
 #
 # | question | change | paper / code |
 # |---|---|---|
-# | paper vs official preset | per-head $Z$ (768×768), dropout on $C_Q, C_K$, λ biases, init 0.02 | Eq. 5 prints $Z \in \mathbb{R}^{d_e \times d_h}$ and "σ = e−3"; the HEAD code differs |
+# | paper vs official preset | $Z$ of $d \times d$ split by heads (768×768 on BERT-base), dropout on $C_Q, C_K$, λ biases, init 0.02 (λ weights 0.01) | Eq. 5 prints $Z \in \mathbb{R}^{d_e \times d_h}$ and "σ = e−3"; the HEAD code differs |
 # | does the quasi term matter? | $\lambda_A = 0$, so $\hat A = A_{\text{Self-Attn}}$ (model override `quasi=False`) | Eq. 4 |
 # | gate activation (CG-BERT) | sigmoid instead of tanh | Eq. 3 says tanh, the code (and Yang et al.) sigmoid |
 # | why CG-BERT without auxiliary sentence stalls | sigmoid gate, or init 0.02 of $E_c, W_c, U$, with the context id only | at lr 2e-5 for every layer the paper's tanh gate and 10⁻³ init leave it predicting None for epochs |
@@ -51,7 +51,9 @@ if "google.colab" in sys.modules:
 #
 # Its dataset, seeds and budget; papermill sets them from `params/PROFILE.yaml`.
 # The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
-# writes only to the git-ignored `executed/smoke/`.
+# writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
+# (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
+# profile named, and the manifest lists them.
 
 # %% tags=["parameters"]
 from typing import Optional  # papermill reads Optional[int], not int | None
@@ -66,7 +68,7 @@ lr: float = 2e-5                             # peak learning rate of an ablation
 max_length: int = 48                         # WordPiece tokens per ablation input (official code: 128)
 max_train_examples: Optional[int] = 160      # seeded training subset of an ablation run; None: all
 max_eval_examples: Optional[int] = 120       # first dev and test examples an ablation is scored on; None: all
-eval_batch_size: int = 64                    # batch size when scoring an ablation
+eval_batch_size: int = 64                    # batch size when scoring an ablation (part of a run's identity)
 train_options: dict = {}                     # other TrainConfig fields shared by all ablations
 allow_training: bool = True                  # False (render): tabulate the records found
 force_retrain: bool = False                  # retrain the ablations even when finished runs exist
@@ -141,7 +143,9 @@ from absa_lib.metrics import SELECTION_METRIC
 from absa_lib.paper_numbers import DATASET_NAMES
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
-trivial = tables.trivial_baselines(ablation_dataset, notebook.data_dir)       # the floor, as in Tables 1-2
+# the floor, as in Tables 1-2, on the test examples the runs were scored on
+subset = tables.shared_eval_subset(ablation_dataset, grid.flatten(grid_runs))
+trivial = tables.trivial_baselines(ablation_dataset, notebook.data_dir, subset)
 df = variant_tables.ablation_table(ablation_dataset, variants, trivial)
 name = DATASET_NAMES[ablation_dataset]
 md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {name} (test set, %)")

@@ -42,7 +42,9 @@ if "google.colab" in sys.modules:
 # The configuration of the analysed run (found in the run cache by it) and the
 # figures' folders.
 # The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
-# writes only to the git-ignored `executed/smoke/`.
+# writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
+# (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
+# profile named, and the manifest lists them.
 
 # %% tags=["parameters"]
 from typing import Optional  # papermill reads Optional[int], not int | None
@@ -56,7 +58,7 @@ lr: float = 2e-5                             # learning rate of the analysed run
 max_length: int = 48                         # tokens per input of the analysed run (official: 128)
 max_train_examples: Optional[int] = 160      # training subset of the analysed run; None: all
 max_eval_examples: Optional[int] = 120       # dev/test examples the analysed run was scored on; None: all
-eval_batch_size: int = 64                    # evaluation batch of the analysed run
+eval_batch_size: int = 64                    # evaluation batch of the analysed run (part of a run's identity)
 train_options: dict = {}                     # other TrainConfig fields of the analysed run
 n_hist_examples: int = 20                    # Figure 4: test examples with a label (paper: 200)
 allow_training: bool = True                  # False (render): redraw from the saved arrays, no model
@@ -107,11 +109,15 @@ AUX, MAXLEN = META.get("aux", "none"), META.get("max_length", max_length)   # as
 #
 # $$r_t = \frac{\lVert \partial z_c / \partial E_t \rVert_2^2}{\max_{t'} \lVert \partial z_c / \partial E_{t'} \rVert_2^2}$$
 #
-# The paper's two examples are SentiHood test sentences, found by their words: "rent is cheaper
-# [...] central London" (583) and "posh and expensive [...] cheap" (1474). Top: one target, two
-# aspects (sentence 583). Bottom: one aspect, two targets (sentence 1474, price: LOCATION1
-# negative, LOCATION2 positive). Row labels give the gold label; the JSON also records the
-# model's prediction.
+# The paper's first example is a SentiHood test sentence found by its words: "rent is cheaper
+# [...] central London" (583). Its second cannot be found: no sentence has all the words the text
+# names ("costs", "poshest", "cheap"). The only test sentence with "posh" and "cheap" is 1474
+# ("up-market, posh and expensive; [...] cheap and shabby"), labelled as the text says (price:
+# LOCATION1 negative, LOCATION2 positive), so it stands in; train sentence 2668 has "costs",
+# "poshest" and "cheapest", but it is not a test sentence and its LOCATION2 price label is
+# negative. The caption names the *general* aspect for this panel, the text *price*; we follow the
+# text. Top: one target, two aspects (sentence 583). Bottom: one aspect, two targets (sentence
+# 1474). Row labels give the gold label; the JSON also records the model's prediction.
 
 # %%
 FIGURE3_PANELS = [

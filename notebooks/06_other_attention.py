@@ -49,7 +49,9 @@ if "google.colab" in sys.modules:
 #
 # Its budget and folders; `run_all.sh PROFILE` sets them from the profile.
 # The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
-# writes only to the git-ignored `executed/smoke/`.
+# writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
+# (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
+# profile named, and the manifest lists them.
 
 # %% tags=["parameters"]
 from typing import Optional  # papermill reads Optional[int], not int | None
@@ -64,7 +66,7 @@ lr: float = 2e-5                             # peak learning rate of every syste
 max_length: int = 48                         # WordPiece tokens per input of every system (official code: 128)
 max_train_examples: Optional[int] = 160      # seeded training subset of each system; None: all
 max_eval_examples: Optional[int] = 120       # first dev and test examples each system is scored on; None: all
-eval_batch_size: int = 64                    # batch size when scoring the systems
+eval_batch_size: int = 64                    # batch size when scoring the systems (part of a run's identity)
 train_options: dict = {}                     # other TrainConfig fields shared by the systems
 allow_training: bool = True                  # False (render): compare the run records found, never train
 force_retrain: bool = False                  # retrain the systems even when finished runs exist
@@ -106,13 +108,13 @@ import torch
 from absa_lib import data
 from absa_lib.features import encode_batch
 from absa_lib.figure_data import find_example
+from absa_lib.inputs import model_sizes
 from absa_lib.models import build_model, load_tokenizer
 from absa_lib.models.alstm import ALSTMModel
 from absa_lib.session import show_source, show_table
 
 SENTENCE = ("745", "LOCATION1")     # Figure 5's sentence: "LOCATION1 is nice, but it's not cheap"
-SENTIHOOD = {"num_labels": len(data.LABELS["sentihood"]), "num_contexts": data.num_contexts("sentihood"),
-             "num_aspects": data.group_size("sentihood")}
+SENTIHOOD = model_sizes("sentihood")          # num_labels 3, num_contexts 8, num_aspects 4
 
 show_source(ALSTMModel.forward)
 torch.manual_seed(0)
@@ -228,7 +230,9 @@ for ds in datasets:
     specs = grid.other_attention_specs(ds)
     grids[ds] = grid.run_grid(specs, [ds], seeds, notebook.train_base, notebook.dirs.runs, allow_training,
                               force_retrain, notebook.data_dir)
-    df = variant_tables.comparison_table(ds, grids[ds], specs, tables.trivial_baselines(ds, notebook.data_dir))
+    subset = tables.shared_eval_subset(ds, grid.flatten(grids[ds]))      # the runs' test examples
+    trivial = tables.trivial_baselines(ds, notebook.data_dir, subset)
+    df = variant_tables.comparison_table(ds, grids[ds], specs, trivial)
     md = variant_tables.comparison_markdown(df, ds, f"{paper_numbers.TITLES[ds]}: other attention systems")
     notebook.outputs += tables.write_table(df, md, notebook.dirs.results, f"other_attention_{ds}")
     show_markdown(md)
@@ -269,9 +273,10 @@ META = {label: r.run_id for label, r in chosen.items() if r is not None} if read
 if ready or find_analysis("other_attention.json", notebook.dirs.reference):
     def compare():
         models = {label: r.load_model("best").eval() for label, r in chosen.items()}
-        tokenizer = load_tokenizer(next(iter(chosen.values())).config["backbone"])
+        trained = next(iter(chosen.values())).config          # the runs share backbone and max length
+        tokenizer = load_tokenizer(trained["backbone"])
         example = find_example(test, (*SENTENCE, "price"))
-        return figure_data.attention_comparison(models, tokenizer, example, max_length=max_length)
+        return figure_data.attention_comparison(models, tokenizer, example, max_length=trained["max_length"])
 
     looks, path = compute_or_load("other_attention.json", notebook.dirs, compare, ready, META)
     notebook.outputs.append(path)

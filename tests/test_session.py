@@ -99,6 +99,9 @@ def test_setup_takes_the_parameters_the_notebook_declares(tmp_path, capsys, monk
     nb.finish()
     entry = manifest.load(tmp_path / "r")["notebooks"]["01_data"]
     assert entry["parameters"] == nb.params and entry["outputs"] == ["r/t.csv"]
+    # the profile's name does not vouch for values it does not hold: the manifest names them
+    assert entry["changed_parameters"] == ["figures_dir", "results_dir"]
+    assert "(profile smoke, changed: figures_dir, results_dir)" in capsys.readouterr().out
 
 
 def test_manifest_records_notebooks_and_finds_unclaimed_files(tmp_path):

@@ -199,18 +199,15 @@ def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple
 def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tuple]:
     """Each model with its optimizer and its step per setting (compiled where asked), after the
     untimed warm-up batches of every setting."""
-    from absa_lib import data as D
     from absa_lib.device import compiled
-    from absa_lib.inputs import variant_num_labels
+    from absa_lib.inputs import model_sizes
     from absa_lib.models.per_context import build_for_training, step_routing
     from absa_lib.optim import adamw
 
     models = {}
     for name in args.model:
         model = build_for_training(name, backbone=args.backbone, preset=args.preset,
-                                   num_labels=variant_num_labels(args.dataset, args.aux),
-                                   num_contexts=D.num_contexts(args.dataset),
-                                   num_aspects=D.group_size(args.dataset)).to(device)
+                                   **model_sizes(args.dataset, args.aux)).to(device)
         opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
         routing = step_routing(name, args.sampler)
         steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}

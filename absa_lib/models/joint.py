@@ -136,10 +136,11 @@ def updated_weights(weights: list[float], losses: list[float], alpha: float = DW
 
 
 def build_kwargs(config) -> dict:
-    """What :func:`absa_lib.models.build_model` needs from a TrainConfig besides labels and contexts."""
+    """What :func:`absa_lib.models.build_model` needs from a TrainConfig besides its sizes
+    (:func:`absa_lib.inputs.model_sizes`)."""
     from absa_lib import data as D
 
-    return {"num_aspects": D.group_size(config.dataset), "objective": config.objective,
+    return {"objective": config.objective,
             "none_label": D.LABELS[config.dataset].index(D.NONE_LABEL[config.dataset])}
 
 
