@@ -86,7 +86,10 @@ def train_base(params: dict) -> dict:
     unknown = sorted(set(options) - set(TrainConfig.__dataclass_fields__) | set(options) & {*GRID_FIELDS, *TRAIN_FIELDS})
     if unknown:
         raise AbsaError(f"train_options: {unknown[0]!r} is not a TrainConfig field set there (the grid sets "
-                        "dataset, model, aux, preset, sampler, seed and overrides; budgets have their own parameters)")
+                        "dataset, model, aux, preset, sampler, seed and overrides; budgets have their own "
+                        "parameters). A model, preset or override of your own is a grid row: "
+                        "grid.Spec('mine', 'qacg-bert', 'NLI-M', model_overrides={...}) given to grid.run_grid in "
+                        "a cell, or `absa train --override KEY=JSON` for one run")
     return {**{k: params[k] for k in TRAIN_FIELDS}, **options}
 
 

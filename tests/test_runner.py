@@ -56,6 +56,8 @@ def test_unknown_part_and_bad_train_options_are_refused():
         profile_cells({**params, "train_options": {"epocs": 3}})
     with pytest.raises(AbsaError, match="'seed'"):
         profile_cells({**params, "train_options": {"seed": 3}})
+    with pytest.raises(AbsaError, match=r"'model_overrides'.*is a grid row: grid.Spec\("):    # says where it goes
+        profile_cells({**params, "train_options": {"model_overrides": {"quasi": False}}})
     with pytest.raises(AbsaError, match="train_options=3: expected a mapping"):
         profile_cells({**params, "train_options": 3})
     assert set(PARTS) == {"tables", "ablations", "other"}
