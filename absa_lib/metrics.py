@@ -70,6 +70,7 @@ METRIC_KEYS = {
                 "sentiment_acc_binary", "sentiment_acc_3class", "sentiment_acc_4class"),
 }
 SELECTION_METRIC = {"sentihood": "aspect_strict_acc", "semeval": "aspect_f1"}
+RECALL_METRIC = {"sentihood": "aspect_macro_r", "semeval": "aspect_r"}   # 0: no aspect found (your data: macro)
 OWN_METRIC_KEYS = ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1", "aspect_auc",
                    "sentiment_acc", "sentiment_macro_f1")
 

@@ -30,6 +30,8 @@ from absa_lib.tables import (
     budget_label,
     format_cell,
     metric_columns,
+    no_aspect_footnotes,
+    no_aspect_seeds,
     run_ids,
     shared_eval_subset,
     trivial_baselines,
@@ -117,7 +119,7 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
             row = {"row": name, "source": "ours", "selection": protocol, "n_seeds": len(group),
                    "seeds": " ".join(str(r.config.get("seed")) for r in group),
                    "epochs_chosen": " ".join(str(c["epoch"]) for c in chosen), **budget_columns(group),
-                   "run_ids": run_ids(group)}
+                   "run_ids": run_ids(group), "no_aspect_seeds": no_aspect_seeds(dataset, group, [c["test"] for c in chosen])}
             for key, (mean, sd) in aggregate_metrics(dataset, [c["test"] for c in chosen]).items():
                 row[key], row[f"{key}_sd"] = mean, sd
             records.append(row)
@@ -126,7 +128,7 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
                         "epochs_chosen": "", **budget_columns([]), "run_ids": "",
                         **trivial_values(dataset, metrics)})
     cols = ["row", "source", "selection", "n_seeds", "seeds", "epochs_chosen", "budget", "budget_text", "device",
-            "run_ids"] + [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
+            "run_ids", "no_aspect_seeds"] + [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
     return pd.DataFrame.from_records(records, columns=cols)
 
 
@@ -147,7 +149,7 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
             cells = [rec["row"], rec["seeds"] or "–", rec["epochs_chosen"] or "–"]
             cells += [format_cell(rec[k], rec[f"{k}_sd"], dec) for k, _, dec in columns]
             lines.append("| " + " | ".join(cells) + " |")
-        lines += budget_footnotes(block) + [""]
+        lines += budget_footnotes(block) + no_aspect_footnotes(block, "row") + [""]
     if trivial_note:
         lines += [f"_{trivial_note}_", ""]
     return "\n".join(lines)

@@ -199,8 +199,38 @@ def budget_columns(runs: list) -> dict:
             "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
 
 
+def no_aspect_seeds(dataset: str, runs: list, chosen: list[dict]) -> str:
+    """The seeds (space-joined) of ``runs`` whose chosen test metrics ``chosen`` find no aspect
+    (aspect recall 0: the All-None predictor's answer). A row's mean averages them in like any
+    seed, so every table names them under the row (:func:`no_aspect_footnotes`)."""
+    from absa_lib.metrics import RECALL_METRIC
+
+    key = RECALL_METRIC.get(dataset, "aspect_macro_r")
+    return " ".join(str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if m.get(key) == 0)
+
+
+def no_aspect_footnotes(df: pd.DataFrame, name_column: str, where: str = "the selected epoch") -> list[str]:
+    """One line per row of ``df`` with seeds that find no aspect (column ``no_aspect_seeds``,
+    :func:`no_aspect_seeds`), naming the row by ``name_column`` and its budget."""
+    lines = []
+    for rec in df.to_dict("records"):
+        seeds = rec.get("no_aspect_seeds")
+        if not isinstance(seeds, str) or not seeds:
+            continue
+        seeds, name = seeds.split(), str(rec[name_column])
+        if rec.get("budget") and rec["budget"] not in name:
+            name += f" ({rec['budget']})"
+        who = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}")
+        mixed = len(seeds) < rec["n_seeds"]
+        lines.append(f"\n_{name}: {who} of {rec['n_seeds']} {'finds' if len(seeds) == 1 else 'find'} no aspect "
+                     f"in the test set at {where} (aspect recall 0, the All-None answer)"
+                     + (f"; the row's mean averages {'it' if len(seeds) == 1 else 'them'} in with the seeds "
+                        "that learned._" if mixed else "._"))
+    return lines
+
+
 NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None,
-          **budget_columns([]), "run_ids": ""}
+          **budget_columns([]), "run_ids": "", "no_aspect_seeds": ""}
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
 
 
@@ -211,7 +241,9 @@ def _ours(dataset: str, protocol: str, group: list) -> dict:
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
             "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group), "run_ids": run_ids(group)}
-    for key, (mean, sd) in aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in group]).items():
+    chosen = [r.selected(protocol)["test"] for r in group]
+    ours["no_aspect_seeds"] = no_aspect_seeds(dataset, group, chosen)
+    for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
         ours[key], ours[f"{key}_sd"] = mean, sd
     return ours
 
@@ -273,7 +305,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
                 records.append({**base, **_ours(dataset, protocol, group), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
-            "budget", "budget_text", "device", "run_ids", "note"]
+            "budget", "budget_text", "device", "run_ids", "no_aspect_seeds", "note"]
     for key, _, _ in METRICS[dataset]:
         cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
     df = pd.DataFrame.from_records(records)
@@ -325,6 +357,7 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
                 cells.append(f"{ours} [{format_cell(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
             lines.append("| " + " | ".join(cells) + " |")
         lines += budget_footnotes(block[block["source"] == "ours"])
+        lines += no_aspect_footnotes(block[block["source"] == "ours"], "model")
         notes = {r["note"] for r in block.to_dict("records") if r["note"]}
         lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
     return "\n".join(lines)

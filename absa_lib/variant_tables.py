@@ -32,6 +32,8 @@ from absa_lib.tables import (
     budget_footnotes,
     budget_key,
     format_cell,
+    no_aspect_footnotes,
+    no_aspect_seeds,
     run_ids,
     split_by_budget,
     trivial_values,
@@ -84,9 +86,11 @@ def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dic
     records = []
     for v, groups in zip(variants, budget_groups([v.runs for v in variants]), strict=True):
         for budget, runs in groups:
-            agg = aggregate_metrics(dataset, [r.selected(v.protocol)["test"] for r in runs])
+            chosen = [r.selected(v.protocol)["test"] for r in runs]
+            agg = aggregate_metrics(dataset, chosen)
             rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
-                   **budget, "run_ids": run_ids(runs), "source": OURS}
+                   **budget, "run_ids": run_ids(runs), "no_aspect_seeds": no_aspect_seeds(dataset, runs, chosen),
+                   "source": OURS}
             for key, (mean, sd) in agg.items():
                 rec[key], rec[f"{key}_sd"] = mean, sd
             records.append(rec)
@@ -108,7 +112,7 @@ def ablation_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
         cells += [format_cell(rec.get(k), rec.get(f"{k}_sd"), d) if rec["n_seeds"] or trivial else "–"
                   for k, _, d in metrics]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + budget_footnotes(df)) + "\n"
+    return "\n".join(lines + budget_footnotes(df) + no_aspect_footnotes(df, "variant")) + "\n"
 
 
 def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -124,6 +128,7 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
                    "change": spec.change, "n_seeds": len(runs),
                    "backbone": str(runs[0].config.get("backbone")) if runs else "", **budget,
                    "run_ids": run_ids(runs), "source": OURS}
+            rec["no_aspect_seeds"] = no_aspect_seeds(dataset, runs, [r.selected("dev_best")["test"] for r in runs])
             for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
                 agg = aggregate_metrics(dataset, [r.selected(protocol)["test"] for r in runs])
                 for key, (mean, sd) in agg.items():
@@ -160,7 +165,7 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
             dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
             cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += budget_footnotes(df)
+    lines += budget_footnotes(df) + no_aspect_footnotes(df, "label", "the dev-best epoch")
     if (df["source"] == TRIVIAL).any():
         lines += ["", f"_`(trivial)` rows: {TRIVIAL_CHANGE}; no epoch is selected._"]
     return "\n".join(lines) + "\n"

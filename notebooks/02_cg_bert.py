@@ -190,9 +190,9 @@ runs = grid.flatten(grid_runs)
 # Cells are ours (mean ± sd over seeds, %) with the paper's value in brackets. With a small
 # backbone or budget the numbers are expected to be lower than the paper's; the comparison that
 # matters is between rows trained the same way, and each against the trivial rows of `03_qacg_bert`
-# (the curves below draw the best of them). A row whose seeds end at the all-None level (strict
-# accuracy at the All-None row's, macro-F1 near 0) did not learn on that budget: read its mean as
-# "some seeds stalled", not as a weaker model (`04_ablations` §3 looks at why).
+# (the curves below draw the best of them). Seeds that find no aspect at their selected epoch (the
+# All-None answer) are named under the table: a mean over such seeds and others says "some seeds
+# stalled", not "a weaker model" (`04_ablations` §3 looks at why).
 
 # %%
 for ds in datasets:

@@ -301,6 +301,34 @@ def test_the_trivial_rows_take_the_subset_every_run_shares_else_the_whole_test_s
     assert T.shared_eval_subset("semeval", [run("sentihood", 120)]) is None
 
 
+def test_seeds_that_find_no_aspect_are_named_under_their_row():
+    # a mean over stalled and learning seeds reads as a weaker model unless the table says so
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(config={"seed": s}) for s in (42, 43, 44)]
+    chosen = [{"aspect_r": 0.5}, {"aspect_r": 0.0}, {"aspect_r": 0.0}]
+    assert T.no_aspect_seeds("semeval", runs, chosen) == "43 44"
+    chosen = [{"aspect_macro_r": 0.0}, {"aspect_macro_r": 1e-9}, {"aspect_macro_r": 0.2}]
+    assert T.no_aspect_seeds("sentihood", runs, chosen) == "42"
+    df = pd.DataFrame([{"model": "CG-BERT", "budget": "minilm, 25 epochs", "n_seeds": 3, "no_aspect_seeds": "43 44"},
+                       {"model": "QACG-BERT", "budget": "", "n_seeds": 1, "no_aspect_seeds": "42"},
+                       {"model": "BERT-pair", "budget": "", "n_seeds": 3, "no_aspect_seeds": ""}])
+    lines = [line.strip() for line in T.no_aspect_footnotes(df, "model")]
+    assert lines == [
+        "_CG-BERT (minilm, 25 epochs): seeds 43 and 44 of 3 find no aspect in the test set at the selected "
+        "epoch (aspect recall 0, the All-None answer); the row's mean averages them in with the seeds that "
+        "learned._",
+        "_QACG-BERT: seed 42 of 1 finds no aspect in the test set at the selected epoch (aspect recall 0, the "
+        "All-None answer)._"]
+
+
+def test_the_committed_table_1_names_cg_berts_stalled_seeds():
+    # 25 epochs, dev-selected: seeds 43 and 44 of CG-BERT without auxiliary sentence stay at All-None
+    text = (Path(__file__).resolve().parent.parent / "results" / "table1_sentihood.md").read_text()
+    dev = text.split("## Selection: ")[1]
+    assert "_CG-BERT (minilm, 25 epochs): seeds 43 and 44 of 3 find no aspect" in dev
+
+
 def test_trivial_rows_of_the_variant_tables_are_the_constant_predictors(real_data_dir):
     """All-None and majority-polarity rows, checked against values computed here from the labels."""
     from absa_lib import data
