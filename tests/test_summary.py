@@ -62,6 +62,20 @@ def test_three_seeds_from_two_folders_and_a_run_found_twice_counted_once(real_da
     assert oa[3:] == ["91.14 ± 0.27", "86.83 ± 2.21", "88.93", "91.7 ± 0.5", "85.8 ± 0.4", "82.4 ± 0.5"]
 
 
+def test_the_papers_printed_gate_vectors_and_head_as_docs_results_quotes_them(real_data_dir):
+    # docs/results.md, one-epoch CPU runs: per-head λ vectors and §3.5's head beside their baseline,
+    # whose seed 42 is the bf16 twin of the table cell (another check folder)
+    text, _ = summarize([CHECKS / "paper_heads_cpu", CHECKS / "cpu_profile_bf16"], ("dev_best",),
+                        data_dir=real_data_dir)
+    base = row(text, "qacg-bert NLI-M (paper), minilm, 1 epoch")
+    per_head = row(text, "qacg-bert NLI-M lambda_per_head=True (paper), minilm, 1 epoch")
+    head = row(text, "qacg-bert NLI-M pooling=cls_state (paper), minilm, 1 epoch")
+    assert [base[1], per_head[1], head[1]] == ["42 43 44"] * 3
+    assert base[3:] == ["65.3 ± 0.4", "66.0 ± 4.9", "93.6 ± 0.6", "82.7 ± 1.9", "86.2 ± 3.3"]
+    assert per_head[3:] == ["64.2 ± 2.4", "65.3 ± 10.5", "93.3 ± 1.0", "82.0 ± 4.5", "86.7 ± 3.6"]
+    assert head[3:] == ["66.4 ± 0.6", "66.4 ± 4.6", "94.0 ± 0.2", "84.2 ± 1.0", "88.5 ± 0.8"]
+
+
 def test_one_run_retrained_elsewhere_is_two_rows_not_two_seeds(tmp_path, real_data_dir):
     # the same configuration (run id) trained on two CPUs: a row per copy, named by its folder
     first, second = CHECKS / "fp32_other_cpu", CHECKS / "fp32_other_cpu_isa_avx2"
