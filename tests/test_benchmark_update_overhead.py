@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
 
 from absa_lib.models.per_context import build_per_context
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_update", ROOT / "benchmarks" / "update_overhead.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
+shrunk = bench.shrunk
 
 
 def test_it_times_every_classifiers_update_then_one_classifiers():
@@ -36,8 +38,15 @@ def test_the_compiled_update_steps_with_the_schedules_rates(monkeypatch):
     from functools import partial
 
     monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
+    made = []                                        # what the benchmark updates, to look at afterwards
+    monkeypatch.setattr(bench, "shrunk", lambda *a: made.append(shrunk(*a)) or made[-1])
     r = bench.measure_compiled("tiny", "semeval", steps=2)
-    assert r["tensors"] > 0 and r["compile_s"] > 0 and r["update_ms"] > 0
+    _, params, _, optimizer = made[0]
+    assert r["tensors"] == len(params) > 0 and r["compile_s"] > 0 and r["update_ms"] > 0
+    # 1 + 1 (compiling) + 20 warm-up + 2 timed updates of every tensor, the last at the schedule's rate
+    assert all(int(optimizer.state[p]["step"]) == 1 + 1 + 20 + 2 for p in params)
+    factor = 1.0 - 21 / 100                          # the 22nd scheduled update
+    assert all(float(g["lr"]) == pytest.approx(g["base_lr"] * factor) for g in optimizer.param_groups)
     torch._dynamo.reset()
 
 

@@ -443,6 +443,7 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
     resumed = train(tiny_config(epochs=2), runs_dir=tmp_path, progress=False)
     reference = train(tiny_config(epochs=2), runs_dir=tmp_path / "reference", progress=False)
     assert resumed.run_id == reference.run_id
+    assert resumed.env["from_epoch"] == 2 and reference.env["from_epoch"] == 1    # resumed, not retrained
     for name in ("checkpoints/best/model.safetensors", "checkpoints/last/model.safetensors",
                  "predictions_dev.csv", "predictions_test.csv"):
         assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name

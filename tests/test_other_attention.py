@@ -331,7 +331,14 @@ def test_joint_loss_is_the_sum_of_both_tasks_and_weights_update_by_the_rule():
     raw = {}
     model.classifier.register_forward_hook(lambda m, args, out: raw.setdefault("z", out))
     out = model(**b)
-    assert torch.allclose(out.loss, joint.task_losses(raw["z"], b["labels"], 0).sum(), atol=1e-6)
+    z, y = raw["z"].detach().double(), b["labels"]                              # (B, 3): None, Pos, Neg
+    present = (y != 0).double()
+    p = torch.sigmoid(z[:, 0])                                                   # presence from the None logit
+    l_cat = -(present * p.log() + (1 - present) * (1 - p).log()).mean()
+    kept = z[y != 0][:, 1:]                                                      # the polarity logits
+    l_sent = -(kept.gather(1, (y[y != 0] - 1)[:, None]).squeeze(1) - kept.logsumexp(1)).mean()
+    assert (y != 0).any() and (y == 0).any()                                     # both tasks have examples
+    assert out.loss.item() == pytest.approx((l_cat + l_sent).item(), abs=1e-5)  # T · Σ ½ L_t, written out
     assert joint.updated_weights([0.5, 0.5], [3.0, 1.0]) == pytest.approx([0.5 * 0.9 + 0.075, 0.5 * 0.9 + 0.025])
     assert sum(joint.updated_weights([0.3, 0.7], [0.2, 0.9])) == pytest.approx(1.0)
 

@@ -147,6 +147,9 @@ def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_d
 
 def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
     # the same runs, grouped by two code paths: every table row of ours is a summary row, same numbers
+    # (both average through tables.aggregate_metrics; the row below is averaged here by hand)
+    import statistics
+
     from absa_lib.runs import find_runs
     from absa_lib.summary import summary_table
     from absa_lib.tables import build_table, metric_columns
@@ -163,6 +166,13 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
             for key, _, _ in metric_columns(dataset):
                 assert mine[key] == pytest.approx(rec[key]) and mine[f"{key}_sd"] == pytest.approx(
                     rec[f"{key}_sd"], nan_ok=True)
+        # one row from the metrics.json files themselves: the dev-selected test strict accuracy or P
+        row = table[(table["n_seeds"] == 3) & (table["selection"] == "dev_best")].iloc[0]
+        key = "aspect_strict_acc" if dataset == "sentihood" else "aspect_p"
+        values = [100 * json.loads(next((REFERENCE / "runs").glob(f"{dataset}/*/{run_id}/metrics.json")).read_text())
+                  ["selection"]["dev_best"]["test"][key] for run_id in row["run_ids"].split()]
+        assert row[key] == pytest.approx(statistics.mean(values))
+        assert row[f"{key}_sd"] == pytest.approx(statistics.stdev(values))
 
 
 def test_a_run_folder_is_any_folder_but_a_runs_checkpoints(tmp_path):
