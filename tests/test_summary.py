@@ -74,6 +74,9 @@ def test_the_papers_printed_gate_vectors_and_head_as_docs_results_quotes_them(re
     assert base[3:] == ["65.3 ± 0.4", "66.0 ± 4.9", "93.6 ± 0.6", "82.7 ± 1.9", "86.2 ± 3.3"]
     assert per_head[3:] == ["64.2 ± 2.4", "65.3 ± 10.5", "93.3 ± 1.0", "82.0 ± 4.5", "86.7 ± 3.6"]
     assert head[3:] == ["66.4 ± 0.6", "66.4 ± 4.6", "94.0 ± 0.2", "84.2 ± 1.0", "88.5 ± 0.8"]
+    both = row(text, "qacg-bert NLI-M lambda_per_head=True pooling=cls_state (paper), minilm, 1 epoch")
+    assert both[1] == "42 43 44"
+    assert both[3:] == ["64.4 ± 0.8", "63.6 ± 3.6", "93.1 ± 0.9", "83.9 ± 1.3", "88.3 ± 0.8"]
 
 
 def test_one_run_retrained_elsewhere_is_two_rows_not_two_seeds(tmp_path, real_data_dir):
