@@ -46,7 +46,7 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             raise AbsaError("--targets is for SentiHood models; a SemEval model predicts the 5 aspect categories")
         return [D.Example(dataset, "input", "input", text, None, a, none, D.context_id(dataset, None, a))
                 for a in D.ASPECTS[dataset]]
-    found = [t for t in D.TARGETS if t in text]
+    found = _masks_in(text)
     if not found:
         raise AbsaError("a SentiHood model needs the target location masked as LOCATION1 (and LOCATION2) in the "
                         "text, e.g. \"LOCATION1 is cheap but not safe\"; none was found")
@@ -58,6 +58,12 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
             raise AbsaError(f"--targets {t}: {t} does not occur in the text")
     return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
             for t in (targets or found) for a in D.ASPECTS[dataset]]
+
+
+def _masks_in(text: str) -> list[str]:
+    """The SentiHood masks (LOCATION1, LOCATION2) that ``text`` contains, as the dataset's targets are
+    found: by substring (the files glue masks to words)."""
+    return [t for t in D.TARGETS if t in text]
 
 
 def _own_targets(dataset: str, text: str, targets: list[str] | None) -> list[str | None]:
@@ -180,7 +186,7 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         if targets:
             raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
         for i, text in enumerate(texts):           # two places would share a mask, or one have none
-            masks = [t for t in D.TARGETS if t in text]
+            masks = _masks_in(text)
             if masks:
                 raise AbsaError(f"{prefix[i]}the text already contains {masks[0]}; with --locations give "
                                 "the place names unmasked, or leave --locations out")

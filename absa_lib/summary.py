@@ -116,11 +116,12 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
     for protocol in protocols:
         for name, group in group_runs([r for r in runs if r.config["dataset"] == dataset]).items():
             chosen = [r.selected(protocol) for r in group]
+            tests = [c["test"] for c in chosen]
             row = {"row": name, "source": "ours", "selection": protocol, "n_seeds": len(group),
                    "seeds": " ".join(str(r.config.get("seed")) for r in group),
                    "epochs_chosen": " ".join(str(c["epoch"]) for c in chosen), **budget_columns(group),
-                   "run_ids": run_ids(group), "no_aspect_seeds": no_aspect_seeds(dataset, group, [c["test"] for c in chosen])}
-            for key, (mean, sd) in aggregate_metrics(dataset, [c["test"] for c in chosen]).items():
+                   "run_ids": run_ids(group), "no_aspect_seeds": no_aspect_seeds(dataset, group, tests)}
+            for key, (mean, sd) in aggregate_metrics(dataset, tests).items():
                 row[key], row[f"{key}_sd"] = mean, sd
             records.append(row)
     for name, metrics in (trivial or {}).items():
@@ -128,7 +129,8 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
                         "epochs_chosen": "", **budget_columns([]), "run_ids": "",
                         **trivial_values(dataset, metrics)})
     cols = ["row", "source", "selection", "n_seeds", "seeds", "epochs_chosen", "budget", "budget_text", "device",
-            "run_ids", "no_aspect_seeds"] + [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
+            "run_ids", "no_aspect_seeds"]
+    cols += [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
     return pd.DataFrame.from_records(records, columns=cols)
 
 
@@ -180,7 +182,6 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     found = {r.config["dataset"] for r in runs}
     for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
         own = D.OWN.get(dataset)
-        subsets = {r.config.get("max_eval_examples") for r in runs if r.config["dataset"] == dataset}
         subset = shared_eval_subset(dataset, runs)                      # the trivial rows' test examples
         if own and own.folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
@@ -195,7 +196,8 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
                 trivial, note = trivial_baselines(dataset, data_dir, subset), ""
             except AbsaError as err:
                 trivial, note = {}, f"Trivial rows not shown: {err}"
-        if len(subsets) > 1:
+        if subset is None and any(r.config.get("max_eval_examples") is not None
+                                  for r in runs if r.config["dataset"] == dataset):
             note += (" " if note else "") + ("Rows are scored on different parts of the test set "
                                              "(max_eval_examples); the trivial rows on all of it.")
         elif subset is not None:

@@ -222,8 +222,9 @@ def no_aspect_footnotes(df: pd.DataFrame, name_column: str, where: str = "the se
             name += f" ({rec['budget']})"
         who = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}")
         mixed = len(seeds) < rec["n_seeds"]
-        lines.append(f"\n_{name}: {who} of {rec['n_seeds']} {'finds' if len(seeds) == 1 else 'find'} no aspect "
-                     f"in the test set at {where} (aspect recall 0, the All-None answer)"
+        verb = "finds" if len(seeds) == 1 else "find"
+        lines.append(f"\n_{name}: {who} of {rec['n_seeds']} {verb} no aspect in the test set at {where} "
+                     "(aspect recall 0, the All-None answer)"
                      + (f"; the row's mean averages {'it' if len(seeds) == 1 else 'them'} in with the seeds "
                         "that learned._" if mixed else "._"))
     return lines

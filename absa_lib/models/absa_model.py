@@ -33,9 +33,9 @@ field                   ``paper``            ``official`` (repo HEAD)    meaning
 ``pooling="cls_state"`` is the paper's head as §3.5 writes it, y = softmax(e_CLS W_CLSᵀ): the last
 [CLS] state, dropout, and a linear layer without bias; the pretrained pooler stays in the model
 unused (``absa info`` still counts it). Both presets keep the official pooler head (the option is
-measured at one CPU epoch only: docs/results.md). ``pooling="mean"`` is an option for backbones trained as sentence encoders with
-mean pooling (the offline MiniLM): their [CLS] pooler was never trained for classification. Neither
-is ever a default.
+measured at one CPU epoch only: docs/results.md). ``pooling="mean"`` is an option for backbones
+trained as sentence encoders with mean pooling (the offline MiniLM): their [CLS] pooler was never
+trained for classification. Neither is ever a default.
 
 Reading of the paper preset: §3.7 says new layers start at N(0, σ²) with "σ = e−3". We read it
 as 10⁻³ (the "1" of "1e−3" lost in extraction): e^{-3} ≈ 0.05 would be larger than BERT's own 0.02,
