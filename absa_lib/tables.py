@@ -165,6 +165,12 @@ def shared_eval_subset(dataset: str, runs: list) -> int | None:
     return next(iter(subsets)) if len(subsets) == 1 else None
 
 
+def trivial_baselines_of(dataset: str, runs: list, data_dir=None) -> dict[str, dict]:
+    """:func:`trivial_baselines` on the test examples that ``runs`` (of ``dataset``) were scored on
+    (:func:`shared_eval_subset`): the trivial rows of a table of those runs."""
+    return trivial_baselines(dataset, data_dir, shared_eval_subset(dataset, runs))
+
+
 def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
     """The best of the trivial predictors ``trivial`` (:func:`trivial_baselines` of ``dataset``) on
     the dataset's selection metric, ``(row name, value in %)``: the floor a figure of that metric

@@ -200,8 +200,7 @@ for ds in datasets:
 
 # %%
 # the trivial rows, on the test examples the runs were scored on
-trivial = {ds: tables.trivial_baselines(ds, notebook.data_dir, tables.shared_eval_subset(ds, runs))
-           for ds in datasets}
+trivial = {ds: tables.trivial_baselines_of(ds, runs, notebook.data_dir) for ds in datasets}
 floors = {ds: tables.trivial_floor(ds, trivial[ds]) for ds in datasets}   # dotted: the best trivial row
 fig = plots.training_curves(figure_data.curves_from_runs(runs), floors=floors)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_bert")

@@ -210,8 +210,7 @@ runs, all_runs = grid.flatten(grid_runs), grid.flatten({**grid_runs, **cg_runs})
 
 # %%
 # the floor of each metric, on the test examples the runs were scored on
-trivial = {ds: tables.trivial_baselines(ds, notebook.data_dir, tables.shared_eval_subset(ds, all_runs))
-           for ds in datasets}
+trivial = {ds: tables.trivial_baselines_of(ds, all_runs, notebook.data_dir) for ds in datasets}
 for ds in datasets:
     df = tables.build_table(ds, all_runs, trivial=trivial[ds])
     md = tables.to_markdown(df, ds)

@@ -144,8 +144,7 @@ from absa_lib.paper_numbers import DATASET_NAMES
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
 # the floor, as in Tables 1-2, on the test examples the runs were scored on
-subset = tables.shared_eval_subset(ablation_dataset, grid.flatten(grid_runs))
-trivial = tables.trivial_baselines(ablation_dataset, notebook.data_dir, subset)
+trivial = tables.trivial_baselines_of(ablation_dataset, grid.flatten(grid_runs), notebook.data_dir)
 df = variant_tables.ablation_table(ablation_dataset, variants, trivial)
 name = DATASET_NAMES[ablation_dataset]
 md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {name} (test set, %)")

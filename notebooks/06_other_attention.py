@@ -230,8 +230,7 @@ for ds in datasets:
     specs = grid.other_attention_specs(ds)
     grids[ds] = grid.run_grid(specs, [ds], seeds, notebook.train_base, notebook.dirs.runs, allow_training,
                               force_retrain, notebook.data_dir)
-    subset = tables.shared_eval_subset(ds, grid.flatten(grids[ds]))      # the runs' test examples
-    trivial = tables.trivial_baselines(ds, notebook.data_dir, subset)
+    trivial = tables.trivial_baselines_of(ds, grid.flatten(grids[ds]), notebook.data_dir)
     df = variant_tables.comparison_table(ds, grids[ds], specs, trivial)
     md = variant_tables.comparison_markdown(df, ds, f"{paper_numbers.TITLES[ds]}: other attention systems")
     notebook.outputs += tables.write_table(df, md, notebook.dirs.results, f"other_attention_{ds}")

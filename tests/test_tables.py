@@ -288,6 +288,10 @@ def test_trivial_rows_score_the_test_examples_the_runs_are_scored_on(real_data_d
     assert part["aspect_strict_acc"] == pytest.approx(sum(g == ["None"] * 4 for g in first) / 10)
     whole = T.trivial_baselines("sentihood", real_data_dir)["All-None (trivial)"]
     assert part["aspect_strict_acc"] != pytest.approx(whole["aspect_strict_acc"])
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(config={"dataset": "sentihood", "max_eval_examples": 42})] * 2
+    assert T.trivial_baselines_of("sentihood", runs, real_data_dir)["All-None (trivial)"] == part
 
 
 def test_the_trivial_rows_take_the_subset_every_run_shares_else_the_whole_test_set():
