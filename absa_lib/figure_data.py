@@ -277,13 +277,15 @@ def curves_from_runs(runs: list, labels: list[str] | None = None) -> list[dict]:
     system (model and input, or ``labels[i]`` for ``runs[i]``, e.g. an ablation's row) so that the
     seeds of one system share a colour; when the runs span several budgets, the label names the
     budget too (``minilm, 25 epochs``)."""
-    from absa_lib.tables import budget_key, budget_label
+    from absa_lib.tables import budget_key, budget_labels
 
     if labels is None:
         labels = [f"{run.config['model']} {run.config['aux']}" for run in runs]
     if len(labels) != len(runs):
         raise ValueError(f"curves_from_runs: {len(labels)} labels for {len(runs)} runs")
-    several = len({budget_key(run.config) for run in runs}) > 1
+    names = budget_labels([run.config for run in runs])
+    several = len(names) > 1
     return [training_curve(run.metrics, run.config["dataset"],
-                           label + (f" ({budget_label(run.config)})" if several else ""), seed=run.config.get("seed"))
+                           label + (f" ({names[budget_key(run.config)]})" if several else ""),
+                           seed=run.config.get("seed"))
             for run, label in zip(runs, labels, strict=True)]

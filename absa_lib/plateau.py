@@ -19,7 +19,7 @@ import pandas as pd
 from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import METRICS, TITLES, paper_rows
 from absa_lib.runs import describe
-from absa_lib.tables import aggregate_metrics, budget_label, matches, split_by_budget
+from absa_lib.tables import aggregate_metrics, budget_key, budget_labels, matches, split_by_budget
 
 LAST = 5    # epochs in the plateau
 
@@ -69,11 +69,12 @@ def spread_table(runs: list, last: int = LAST) -> pd.DataFrame:
             systems.setdefault((run.config["dataset"], system_name(run.config)), []).append(run)
     records, columns = [], ["dataset", "system", "budget", "n_seeds", "seeds", "dev_epochs"]
     for (dataset, system), group in sorted(systems.items(), key=lambda item: _order(*item[0])):
+        names = budget_labels([r.config for r in group])
         for same_budget in split_by_budget(group):
             same_budget = sorted(same_budget, key=lambda r: r.config["seed"])
             chosen = aggregate_metrics(dataset, [r.selected("dev_best")["test"] for r in same_budget])
             plateau = aggregate_metrics(dataset, [e["test"] for r in same_budget for e in r.metrics["epochs"][-last:]])
-            record = {"dataset": dataset, "system": system, "budget": budget_label(same_budget[0].config),
+            record = {"dataset": dataset, "system": system, "budget": names[budget_key(same_budget[0].config)],
                       "n_seeds": len(same_budget), "seeds": " ".join(str(r.config["seed"]) for r in same_budget),
                       "dev_epochs": " ".join(str(r.selected("dev_best")["epoch"]) for r in same_budget)}
             for metric, _, _ in METRICS[dataset]:

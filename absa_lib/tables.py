@@ -129,6 +129,21 @@ def budget_label(config: dict) -> str:
     return f"{config.get('backbone')}, {epochs_text(config.get('epochs'))}"
 
 
+def budget_labels(configs: list[dict]) -> dict[tuple, str]:
+    """A name for each budget (:func:`budget_key`) among ``configs``, unique among them: its
+    :func:`budget_label`, and where two budgets share that, the fields that tell them apart, e.g.
+    ``minilm, 1 epoch [lr=5e-05]`` beside ``minilm, 1 epoch [lr=2e-05]``, as `absa summary` names rows."""
+    keys: dict[str, dict[tuple, None]] = {}
+    for cfg in configs:
+        keys.setdefault(budget_label(cfg), {})[budget_key(cfg)] = None
+    out = {}
+    for label, same in keys.items():
+        differ = [i for i, field in enumerate(GROUP_FIELDS) if len({key[i] for key in same}) > 1]
+        for key in same:
+            out[key] = label if len(same) == 1 else f"{label} [{' '.join(f'{GROUP_FIELDS[i]}={key[i]}' for i in differ)}]"
+    return out
+
+
 def trivial_baselines(dataset: str, data_dir=None, max_eval_examples: int | None = None) -> dict[str, dict]:
     """Metrics of the two trivial predictors on the test set, the floor beside every table:
 
@@ -192,16 +207,21 @@ def budget_text(config: dict) -> str:
              "length-grouped batches" if config.get("group_by_length") else "random batches"]
     if config.get("compile", "none") != "none":
         parts.append(f"compiled ({config['compile']})")
+    if config.get("max_eval_examples") is not None:
+        parts.append(f"scored on the first {int(config['max_eval_examples']):,} examples of dev and test")
     return ", ".join(parts)
 
 
-def budget_columns(runs: list) -> dict:
-    """``budget`` (short, :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of
-    one budget's runs, and ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`,
+def budget_columns(runs: list, among: list | None = None) -> dict:
+    """``budget`` (short, :func:`budget_label`; unique among the budgets of the runs ``among``, the
+    whole table's: :func:`budget_labels`) and ``budget_text`` (in full, :func:`budget_text`) of one
+    budget's runs, and ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`,
     sorted, joined by ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
     if not runs:
         return {"budget": "", "budget_text": "", "device": ""}
-    return {"budget": budget_label(runs[0].config), "budget_text": budget_text(runs[0].config),
+    cfg = runs[0].config
+    label = budget_labels([r.config for r in [*runs, *(among or [])]])[budget_key(cfg)]
+    return {"budget": label, "budget_text": budget_text(cfg),
             "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
 
 
@@ -241,13 +261,15 @@ NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
 
 
-def _ours(dataset: str, protocol: str, group: list) -> dict:
-    """The columns of one group of runs (same configuration but the seed) under ``protocol``."""
+def _ours(dataset: str, protocol: str, group: list, among: list) -> dict:
+    """The columns of one group of runs (same configuration but the seed) under ``protocol``;
+    ``among``: every run of the table (the budgets' names are unique among them)."""
     group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
     cfg = group[0].config
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group), "run_ids": run_ids(group)}
+            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, among),
+            "run_ids": run_ids(group)}
     chosen = [r.selected(protocol)["test"] for r in group]
     ours["no_aspect_seeds"] = no_aspect_seeds(dataset, group, chosen)
     for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
@@ -293,8 +315,9 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
     for p in protocols:
         if p not in PROTOCOL_LABELS:
             raise AbsaError(f"protocol={p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
-    records = []
-    for row in paper_rows(dataset, models):
+    records, rows = [], paper_rows(dataset, models)
+    shown = [r for r in runs if any(matches(r.config, row, dataset) for row in rows)]   # the table's runs
+    for row in rows:
         paper = {}
         for key, _, _ in METRICS[dataset]:
             mean, sd = row.values.get(key, (None, None))
@@ -309,7 +332,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             if not groups:
                 records.append({**base, "source": "not run", "selection": protocol, **NO_RUN, **paper})
             for group in groups:
-                records.append({**base, **_ours(dataset, protocol, group), **paper})
+                records.append({**base, **_ours(dataset, protocol, group, shown), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
             "budget", "budget_text", "device", "run_ids", "no_aspect_seeds", "note"]

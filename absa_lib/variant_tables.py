@@ -70,7 +70,9 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     (:func:`absa_lib.tables.split_by_budget`, most runs first), then, with no runs, each budget
     that another variant of the table has and it lacks (in the order the table first shows them);
     one empty group when the table has no run."""
-    split = [{budget_key(g[0].config): (budget_columns(g), g) for g in split_by_budget(runs)} for runs in per_variant]
+    among = [r for runs in per_variant for r in runs]             # budget names unique in the table
+    split = [{budget_key(g[0].config): (budget_columns(g, among), g) for g in split_by_budget(runs)}
+             for runs in per_variant]
     every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
         for key, (columns, _) in groups.items():

@@ -206,6 +206,10 @@ def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_o
     assert [c["seed"] for c in curves_from_runs(same)] == [42, 43]
     mixed = curves_from_runs([run(42), run(42, epochs=1)], labels=["a", "a"])
     assert [c["label"] for c in mixed] == ["a (minilm, 25 epochs)", "a (minilm, 1 epoch)"]
+    faster = run(42)
+    faster.config["lr"] = 5e-5                               # one short name, two budgets: named apart
+    assert [c["label"] for c in curves_from_runs([run(42), faster], labels=["a", "a"])] == [
+        "a (minilm, 25 epochs [lr=None])", "a (minilm, 25 epochs [lr=5e-05])"]
     with pytest.raises(ValueError, match="1 labels for 2 runs"):
         curves_from_runs(same, labels=["a"])
 

@@ -231,6 +231,26 @@ def test_runs_of_different_budgets_are_never_averaged_together():
 
 
 
+def test_two_budgets_of_one_short_name_are_named_apart_in_every_table():
+    """Two 3-epoch budgets that differ in the learning rate and in the test examples scored were two
+    rows named "minilm, 3 epochs" each, with two footnotes of that name: which row had which budget
+    could not be told. Each name now adds what tells them apart; a budget alone keeps its short name."""
+    a = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, 0.6) for s in (1, 2)]
+    b = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.7, lr=5e-5, max_eval_examples=200)]
+    names = ["minilm, 3 epochs [lr=2e-05 max_eval_examples=None]",
+             "minilm, 3 epochs [lr=5e-05 max_eval_examples=200]"]
+    t1 = T.build_table("sentihood", a + b, protocols=("dev_best",), models=("qacg-bert",))
+    assert t1[t1.source == "ours"].budget.tolist() == names
+    md = T.to_markdown(t1, "sentihood", ("dev_best",))
+    assert f"| {names[1]} | 1 |" in md
+    assert f"\n_{names[1]}: 3 epochs, " in md and "scored on the first 200 examples of dev and test._" in md
+    Variant = variant_tables.Variant
+    assert variant_tables.ablation_table("sentihood", [Variant("Q", "-", a + b)]).budget.tolist() == names
+    alone = T.build_table("sentihood", a, protocols=("dev_best",), models=("qacg-bert",))
+    assert alone[alone.source == "ours"].budget.tolist() == ["minilm, 3 epochs"]
+    assert "first" not in T.budget_text(a[0].config)               # the whole test set is not mentioned
+
+
 def test_a_budget_a_variant_was_not_run_at_is_a_row_of_0_seeds_not_left_out():
     """The ablations and notebook 06's tables: when some variants have 25-epoch runs, the others
     show that budget too, with 0 seeds and '–' cells (it was silently absent before)."""
