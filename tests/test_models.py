@@ -128,6 +128,20 @@ def test_bf16_autocast_forward_backward(tiny_dir, name):
         assert all(v.dtype == torch.float32 for k, v in out.components[0].items() if k.startswith("lambda"))
 
 
+@pytest.mark.parametrize("name", ["cg-bert", "qacg-bert"])
+def test_a_model_held_in_bf16_runs_and_agrees_with_float32(tiny_dir, name):
+    """``from_pretrained(..., dtype=torch.bfloat16)`` or ``.to(torch.bfloat16)``: the float32 gates
+    made the attention probabilities float32 against a bf16 V, a dtype error in every CG/QACG layer."""
+    tok = load_tokenizer(str(tiny_dir))
+    model = _build(name, tiny_dir, "official").eval()
+    batch = _batch(tok)
+    with torch.no_grad():
+        full = model(**batch).logits
+        half = model.to(torch.bfloat16)(**batch).logits
+    assert half.dtype == torch.bfloat16
+    assert torch.allclose(half.float(), full, atol=0.05, rtol=0.05)
+
+
 def test_save_load_round_trip(tiny_dir, tmp_path):
     tok = load_tokenizer(str(tiny_dir))
     model = _build("qacg-bert", tiny_dir, "paper", quasi_proj="per_head", lambda_bias=True).eval()

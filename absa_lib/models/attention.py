@@ -33,7 +33,7 @@ QACG-BERT (Eq. 4-8)::
 
 M is the additive −10000 key mask (added before the sigmoid too). λ_A has shape (n, 1): it scales
 query *rows*; λ_K is computed from key vectors but applied to row i (the official broadcast,
-docs/paper_notes.md §3.1 step 6). With the shared Z (paper), A_quasi is the same for every head, so it is
+docs/paper_notes.md §3.1). With the shared Z (paper), A_quasi is the same for every head, so it is
 computed once, (B, 1, T, T), and broadcast; and since C only enters through C Zᵀ there, the product
 Z W_X is formed once per batch instead of C per token (:meth:`QACGBertSelfAttention.shared_context_qk`).
 Scaling divides by √d_h, as the official code does.
@@ -115,8 +115,9 @@ class _ContextSelfAttention(BertSelfAttention):
         return s if mask is None else s + mask
 
     def merge(self, probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """(B, H, T, T) @ (B, H, T, d_h) -> (B, T, H·d_h)."""
-        out = torch.matmul(probs, v).transpose(1, 2)
+        """(B, H, T, T) @ (B, H, T, d_h) -> (B, T, H·d_h), in V's dtype: the float32 gates make
+        ``probs`` float32 also in a model held in bf16 (autocast casts both to bf16 anyway)."""
+        out = torch.matmul(probs.to(v.dtype), v).transpose(1, 2)
         return out.reshape(*out.shape[:2], -1)
 
 
