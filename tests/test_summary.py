@@ -60,6 +60,10 @@ def test_three_seeds_from_two_folders_and_a_run_found_twice_counted_once(real_da
     oa = row(text, "oa-bert (no aux) (paper), minilm, 25 epochs")
     assert oa[1:3] == ["42 43", "6 25"]
     assert oa[3:] == ["91.14 ± 0.27", "86.83 ± 2.21", "88.93", "91.7 ± 0.5", "85.8 ± 0.4", "82.4 ± 0.5"]
+    # and with the auxiliary sentence, seeds 42 and 43 (one in each folder)
+    aux = row(text, "oa-bert NLI-M (paper), minilm, 25 epochs")
+    assert aux[1:3] == ["42 43", "18 24"]
+    assert aux[3:] == ["89.94 ± 1.59", "87.95 ± 0.62", "88.94", "90.7 ± 0.0", "85.1 ± 0.1", "80.8 ± 0.6"]
 
 
 def test_the_papers_printed_gate_vectors_and_head_as_docs_results_quotes_them(real_data_dir):
