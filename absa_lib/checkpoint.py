@@ -73,6 +73,11 @@ def verify_checksums(directory: Path, fix: str) -> None:
     recorded = read_json(directory / CHECKSUMS)
     if not isinstance(recorded, dict):
         raise AbsaError(f"{directory / CHECKSUMS}: expected {{file name: sha256}}; {fix}")
+    unlisted = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name != CHECKSUMS
+                      and p.name not in recorded and not p.name.startswith("."))
+    if unlisted:                # a file left out of the list would be read unchecked
+        raise AbsaError(f"{directory / CHECKSUMS}: does not list {', '.join(unlisted)}, which every checkpoint "
+                        f"written here records; the list was edited or damaged; {fix}")
     for name, digest in sorted(recorded.items()):
         path = directory / str(name)
         try:

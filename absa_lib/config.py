@@ -48,7 +48,7 @@ def _is_number(v) -> bool:
 # train on nothing, -5 on all but five; a learning rate of inf would fail an epoch later.
 FIELD_CHECKS = {
     "backbone": (lambda v: isinstance(v, str) and v != "", "a backbone name or a model folder"),
-    "seed": (_is_int, "an integer"),
+    "seed": (lambda v: _is_int(v) and 0 <= v < 2**32, "an integer from 0 to 2**32 - 1 (numpy's seed range)"),
     **{name: (lambda v: _is_int(v) and v >= 1, "a positive integer")
        for name in ("epochs", "batch_size", "max_length", "eval_batch_size")},
     **{name: (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer, or unset for all")
@@ -192,8 +192,13 @@ def config_from_record(record, source: Path) -> TrainConfig:
             that does not match.
     """
     fix = "restore the file, or train the run again with `absa train ... --force`"
-    if not isinstance(record, dict) or not {"run_id", "dataset", "model", "aux", "backbone"} <= set(record):
-        got = type(record).__name__ if not isinstance(record, dict) else f"keys {sorted(record)}"
+    needed = ("run_id", "dataset", "model", "aux", "backbone")
+    if not isinstance(record, dict) or not set(needed) <= set(record):
+        if isinstance(record, dict) and "absa_model" in record:     # a checkpoint's config.json
+            raise AbsaError(f"{source}: a checkpoint's config, not a run record; give the run folder (the one "
+                            "holding checkpoints/), as `absa train` printed it")
+        got = type(record).__name__ if not isinstance(record, dict) else \
+            f"no {', '.join(k for k in needed if k not in record)}"
         raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
                         f"backbone and the other training fields), got {got}; {fix}")
     try:

@@ -292,6 +292,15 @@ def split_stats(dataset: str, split: str, data_dir=None) -> dict:
     }
 
 
+def texts_in_train(dataset: str, data_dir=None) -> dict[str, int]:
+    """For dev and test, how many of their sentences have a text (verbatim) that train has too: a
+    model has seen them, and they flatter its scores. ``absa data check`` reports it for your own
+    data; the benchmarks have a few (short, generic sentences), so it is a count, not an error."""
+    seen = {ex.text for ex in load_examples(dataset, "train", data_dir)}
+    return {split: len({ex.sentence_id for ex in load_examples(dataset, split, data_dir) if ex.text in seen})
+            for split in ("dev", "test")}
+
+
 def stats(data_dir=None) -> dict:
     """:func:`split_stats` of every benchmark and split."""
     return {dataset: {split: split_stats(dataset, split, data_dir) for split in SPLITS}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa_lib.errors import AbsaError
+from absa_lib.fileio import new_file_mode
 from absa_lib.paths import ensure_writable, resolve_data_dir
 
 _H = "https://raw.githubusercontent.com/HSLCY/ABSA-BERT-pair/7d238eb8c772946b9e572373c144b11151e4187f/"
@@ -100,9 +101,9 @@ def _problem(path: Path, f: DataFile) -> str | None:
         return f"{path} is missing (expected {f.size:,} bytes, sha256 {f.sha256})"
     size = path.stat().st_size
     if size < f.size:
-        return f"{path} is truncated: {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
+        return f"{path} is too short (truncated or edited): {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
     if size > f.size:
-        return f"{path} is too large: {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
+        return f"{path} is too large (edited, or another file): {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"
     try:
         digest = file_sha256(path)
     except OSError as err:
@@ -166,6 +167,7 @@ def _fetch(url: str, f: DataFile, target: Path) -> None:
     """Download ``url`` into ``target`` atomically; raise OSError/ValueError on any failure."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
+        os.fchmod(fd, new_file_mode())                  # as open() would, not mkstemp's 0o600
         h, size = hashlib.sha256(), 0
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as resp:
             for block in iter(lambda: resp.read(1 << 16), b""):

@@ -9,6 +9,7 @@ A folder that one process at a time may write (a run being trained) is held with
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
@@ -21,25 +22,47 @@ from typing import Any
 
 from absa_lib.errors import AbsaError, RunBusy
 
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}      # disk full, quota, file-size limit
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file, 0o666 less the umask: a temporary file from ``mkstemp``
+    is 0o600, which would leave every record readable by its owner alone."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def output_file(path: str | os.PathLike) -> Path:
+    """``path`` as a file to write, refused at once when it names a folder (a command checks its
+    output before the work, not after)."""
+    path = Path(path)
+    if path.is_dir():
+        raise AbsaError(f"{path}: is a folder; give the name of a file to write")
+    return path
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers never see a partial file."""
-    path = Path(path)
+    path = output_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:
         raise AbsaError(f"{path}: cannot write here ({err.strerror}); choose a writable folder") from None
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except OSError as err:                       # disk full, quota, file-size limit
+    except OSError as err:
         Path(tmp).unlink(missing_ok=True)
+        advice = "free some space, then run the same command again" if err.errno in _NO_SPACE else \
+            "fix that, then run the same command again"
         raise AbsaError(f"{path}: could not be written ({err.strerror}); the previous version, if any, "
-                        "is intact: free some space, then run the same command again") from None
+                        f"is intact: {advice}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

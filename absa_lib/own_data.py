@@ -149,8 +149,8 @@ def register_dataset(folder) -> str:
     not halfway through training), register it, and return the dataset's name for :class:`TrainConfig`."""
     folder = Path(folder).expanduser().resolve()
     if not folder.is_dir():
-        raise AbsaError(f"{folder}: no such folder; give a folder holding {SCHEME_FILE}, "
-                        f"{', '.join(SPLIT_FILES.values())} (see docs/own_data.md)")
+        raise AbsaError(f"{folder}: {'a file, not a folder' if folder.exists() else 'no such folder'}; give "
+                        f"the folder holding {SCHEME_FILE}, {', '.join(SPLIT_FILES.values())} (see docs/own_data.md)")
     scheme_path = folder / SCHEME_FILE
     try:
         obj = json.loads(scheme_path.read_text(encoding="utf-8-sig"))     # a BOM, as Notepad writes, is fine
@@ -173,10 +173,12 @@ def register_dataset(folder) -> str:
     return scheme.name
 
 
-def export_benchmark(dataset: str, folder, data_dir=None) -> Path:
+def export_benchmark(dataset: str, folder, data_dir=None, force: bool = False) -> Path:
     """Write a benchmark's train/dev/test examples in this format (SemEval's dev split as ours), as a
     worked example of the format and a check of the path: the folder's examples are the benchmark's.
-    The name is ``<dataset>-own``; SentiHood declares its masks LOCATION1 and LOCATION2 as targets."""
+    The name is ``<dataset>-own``; SentiHood declares its masks LOCATION1 and LOCATION2 as targets.
+    A folder that holds anything is refused unless ``force`` (it may be someone's own dataset);
+    ``dataset.json`` is written last, so an interrupted export is no dataset at all."""
     from absa_lib.fileio import atomic_write_bytes
 
     if dataset not in D.DATASETS:
@@ -184,7 +186,12 @@ def export_benchmark(dataset: str, folder, data_dir=None) -> Path:
     targets = D.targets_of(dataset) if dataset == "sentihood" else ()
     scheme = Scheme(f"{dataset}-own", D.ASPECTS[dataset], D.SENTIMENTS[dataset], targets)
     folder = Path(folder)
-    atomic_write_bytes(folder / SCHEME_FILE, (json.dumps(scheme.to_dict()) + "\n").encode())
+    if folder.exists() and not folder.is_dir():
+        raise AbsaError(f"{folder}: a file, not a folder; give a new folder to write the dataset into")
+    held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    if held and not force:
+        raise AbsaError(f"{folder}: not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
+                        "give a new folder, or --force to overwrite its dataset.json and CSV files")
     for split, file in SPLIT_FILES.items():
         groups: dict[str, dict] = {}                     # sentence id -> target -> opinions
         texts: dict[str, str] = {}
@@ -201,6 +208,7 @@ def export_benchmark(dataset: str, folder, data_dir=None) -> Path:
                 cells = [sid.strip(), texts[sid], *([target] if targets else [])]
                 writer.writerows([cells + list(op) for op in by_target[target]] or [cells + ["", ""]])
         atomic_write_bytes(folder / file, buf.getvalue().encode("utf-8"))
+    atomic_write_bytes(folder / SCHEME_FILE, (json.dumps(scheme.to_dict()) + "\n").encode())
     return folder
 
 
@@ -219,9 +227,12 @@ def read_split(path: Path, scheme: Scheme, split: str) -> list[D.Example]:
     """The examples of one CSV file: for each sentence (in file order), each of its targets (declared
     order; without targets one group) and each aspect (declared order), its sentiment or ``none``."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); save the file as UTF-8") from None
+        line = raw[:err.start].count(b"\n") + 1
+        raise AbsaError(f"{path}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
+                        "as UTF-8") from None
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror})") from None
     rows = csv_rows(text, path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -199,12 +200,31 @@ def select_epochs(epochs: list[dict], sel_metric: str) -> dict:
             for split in ("dev", "test")} | {"last": pick(epochs[-1])}
 
 
-def _check_selection(path: Path, metrics: dict) -> None:
-    """The recorded selections must be those the recorded epochs give: every table reads them."""
+def _check_metrics(path: Path, metrics: dict) -> None:
+    """A finished run's metrics.json as training writes it, since every table reads it: ``complete``
+    true, every dev and test metric of every epoch a fraction in [0, 1] (NaN: undefined, e.g. an AUC
+    without both classes), and the recorded selections those epochs give."""
+    where, fix = path / "metrics.json", "the file was edited or damaged: restore it, or retrain with --force"
+    if metrics.get("complete") is not True:
+        raise AbsaError(f"{where}: complete is {metrics.get('complete')!r}, expected true; {fix}")
+    epochs, sel_metric = metrics.get("epochs"), metrics.get("selection_metric")
+    if not isinstance(epochs, list) or not epochs:
+        raise AbsaError(f"{where}: no epochs recorded (epochs is {epochs!r}); {fix}")
+    if not isinstance(sel_metric, str):
+        raise AbsaError(f"{where}: selection_metric is {sel_metric!r}, expected the name of a metric; {fix}")
+    for i, epoch in enumerate(epochs, 1):
+        for split in ("dev", "test"):
+            values = epoch.get(split) if isinstance(epoch, dict) else None
+            if not isinstance(values, dict) or sel_metric not in values:
+                raise AbsaError(f"{where}: epoch {i} has no {split} {sel_metric!r} (the selection metric); {fix}")
+            for key, v in values.items():
+                if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isnan(v) or 0 <= v <= 1):
+                    raise AbsaError(f"{where}: epoch {i}, {split} {key} is {v!r}, expected a fraction in [0, 1] "
+                                    f"(or NaN: undefined); {fix}")
     try:
-        again, recorded = select_epochs(metrics["epochs"], metrics["selection_metric"]), dict(metrics["selection"])
+        again, recorded = select_epochs(epochs, sel_metric), dict(metrics["selection"])
     except (KeyError, TypeError, ValueError) as err:
-        raise AbsaError(f"{path / 'metrics.json'}: its epochs cannot be read ({one_line(err)}); delete the run "
+        raise AbsaError(f"{where}: its epochs cannot be read ({one_line(err)}); delete the run "
                         "folder or rerun with --force") from None
     for protocol, picked in again.items():       # compared as JSON text, where NaN equals NaN
         if json.dumps(recorded.get(protocol), sort_keys=True) != json.dumps(picked, sort_keys=True):
@@ -233,7 +253,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not run.complete:
         raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
                         "run the same `absa train` command again to resume it")
-    _check_selection(path, metrics)
+    _check_metrics(path, metrics)
     return run
 
 

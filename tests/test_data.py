@@ -204,7 +204,7 @@ def test_missing_and_unverified_files(tmp_path, fixtures_dir):
     # a well-formed file that is not the pinned one is refused before it is parsed
     rel = "sentihood/sentihood-dev.json"
     root = _fixture_copy(tmp_path, fixtures_dir, "data/" + rel, rel)
-    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is truncated: 164 bytes, expected 252,786 "
+    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is too short \(truncated or edited\): 164 bytes, expected 252,786 "
                                         r"\(sha256 f0262cbe.*\); run `absa data download --force`"):
         D.load_examples("sentihood", "dev", root)
 

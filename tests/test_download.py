@@ -99,10 +99,10 @@ def test_verify_reports_missing_truncated_and_corrupted(tmp_path, real_data_dir)
     dev = tmp_path / "sentihood/sentihood-dev.json"
     good = dev.read_bytes()
     dev.write_bytes(good[:1000])
-    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is truncated: 1,000 bytes, expected 252,786"):
+    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is too short \(truncated or edited\): 1,000 bytes, expected 252,786"):
         DL.verify(tmp_path)
     dev.write_bytes(good + b"\n")
-    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is too large: 252,787 bytes"):
+    with pytest.raises(AbsaError, match=r"sentihood-dev\.json is too large \(edited, or another file\): 252,787 bytes"):
         DL.verify(tmp_path)
     dev.write_bytes(good.replace(b"Positive", b"Negative", 1))
     with pytest.raises(AbsaError, match=r"sentihood-dev\.json is corrupted or modified: sha256 [0-9a-f]{64}, "
@@ -112,7 +112,7 @@ def test_verify_reports_missing_truncated_and_corrupted(tmp_path, real_data_dir)
     nli = tmp_path / "semeval2014/nli_m/test_NLI_M.csv"      # optional, but checked when present
     nli.parent.mkdir()
     nli.write_text("3121\tnone\tprice\tx\n")
-    with pytest.raises(AbsaError, match=r"test_NLI_M\.csv is truncated"):
+    with pytest.raises(AbsaError, match=r"test_NLI_M\.csv is too short"):
         DL.verify(tmp_path)
 
 

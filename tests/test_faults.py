@@ -113,7 +113,7 @@ def test_an_edited_run_config_is_refused(capsys, run, field, value):
         find_runs(run.parents[2])
 
 
-@pytest.mark.parametrize("record,needle", [({}, "got keys []"), ([], "got list"),
+@pytest.mark.parametrize("record,needle", [({}, "got no run_id, dataset, model, aux, backbone"), ([], "got list"),
                                            ("epochs", "epochs must be a positive integer, got '1'")])
 def test_a_run_config_that_is_not_a_record_is_refused(capsys, run, record, needle):
     if record == "epochs":
@@ -145,6 +145,77 @@ def test_an_edited_selection_in_metrics_json_is_refused(capsys, run, change, nee
     refused(capsys, ["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
     with pytest.raises(AbsaError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         find_runs(run.parents[2])
+
+
+def _everywhere(record: dict, key: str, value) -> dict:
+    """An edit made consistently: ``key`` of the test metrics of every epoch and every selection."""
+    for block in [*record["epochs"], *record["selection"].values()]:
+        block["test"][key] = value
+    return record
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda r: _everywhere(r, "aspect_macro_f1", "abc"),
+     "epoch 1, test aspect_macro_f1 is 'abc', expected a fraction in [0, 1] (or NaN: undefined)"),
+    (lambda r: _everywhere(r, "aspect_macro_f1", 7.5), "test aspect_macro_f1 is 7.5, expected a fraction"),
+    (lambda r: _everywhere(r, "aspect_auc", True), "test aspect_auc is True"),
+    (lambda r: _everywhere(r, "aspect_auc", [1]), "test aspect_auc is [1]"),
+    (lambda r: _everywhere(r, "aspect_auc", -0.1), "test aspect_auc is -0.1"),
+    (lambda r: {**r, "complete": "yes"}, "complete is 'yes', expected true"),
+    (lambda r: {**r, "epochs": []}, "no epochs recorded (epochs is [])"),
+    (lambda r: {k: v for k, v in r.items() if k != "selection_metric"}, "selection_metric is None, expected"),
+])
+def test_metrics_json_with_values_no_run_writes_is_refused(capsys, run, change, needle):
+    # edited in the epochs and the selections alike, these passed the selection check: a string was
+    # a traceback, 7.5 a Macro-F1 of 750 %, "complete": "yes" a finished run
+    edit_json(run / "metrics.json", change)
+    refused(capsys, ["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
+
+
+def test_undefined_metrics_in_metrics_json_are_accepted(capsys, run):
+    edit_json(run / "metrics.json", lambda r: _everywhere(r, "aspect_auc", float("nan")))    # no positives
+    assert main(["summary", str(run.parents[2])]) == 0
+
+
+@pytest.mark.parametrize("listed", [lambda sums: {k: v for k, v in sums.items() if k != "model.safetensors"},
+                                    lambda sums: {}])
+def test_a_checksum_list_that_leaves_a_file_out_is_refused(capsys, run, listed):
+    # the file left out was read unchecked: flipped weights predicted without a word
+    ckpt = run / "checkpoints" / "best"
+    edit_json(ckpt / CHECKSUMS, listed)
+    flip_byte(ckpt / "model.safetensors")
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / CHECKSUMS), "does not list",
+            "model.safetensors", "--force")
+
+
+def test_a_checkpoint_folder_given_as_the_run_is_named(capsys, run):
+    refused(capsys, ["predict", "--run", str(run / "checkpoints" / "best"), TEXT],
+            "a checkpoint's config, not a run record; give the run folder")
+
+
+def test_an_output_that_is_a_folder_is_refused_before_any_work(capsys, run, tmp_path):
+    refused(capsys, ["summary", str(run.parents[2]), "--csv", str(tmp_path)], f"{tmp_path}: is a folder")
+    (tmp_path / "reviews.txt").write_text(TEXT + "\n")
+    refused(capsys, ["predict", "--run", str(run), "--file", str(tmp_path / "reviews.txt"), "--out", str(tmp_path)],
+            f"{tmp_path}: is a folder; give the name of a file to write")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_mode_the_umask_gives_not_owner_only(tmp_path, umask):
+    # every record went through mkstemp (0o600): colleagues sharing a group could not read runs
+    old = os.umask(umask)
+    try:
+        atomic_write_json(tmp_path / "a.json", {"x": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_trained_runs_records_are_readable_as_the_umask_allows(trained):
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("config.json", "metrics.json", "env.json", "predictions_test.csv", "checkpoints/best/checksums.json"):
+        assert (trained / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
 
 
 def test_the_checkpoint_must_be_the_runs_model(capsys, run):
@@ -252,6 +323,8 @@ def test_an_invalid_classifier_count_is_one_error(tmp_path, value):
 
 
 @pytest.mark.parametrize("flag,value,needle", [
+    ("--seed", "-1", "seed must be an integer from 0 to 2**32 - 1 (numpy's seed range), got -1"),
+    ("--seed", "4294967296", "got 4294967296"),
     ("--max-train-examples", "0", "max_train_examples must be a positive integer, or unset for all, got 0"),
     ("--max-train-examples", "-5", "got -5"), ("--max-eval-examples", "0", "max_eval_examples"),
     ("--max-eval-examples", "-4", "got -4"),

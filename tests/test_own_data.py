@@ -133,6 +133,24 @@ def test_a_bad_row_is_one_line_naming_the_file_and_line(phones, row, message):
     assert text.startswith(f"{path}: line 18") and message in text and "\n" not in text
 
 
+def test_a_file_not_in_utf8_is_named_with_its_line(phones):
+    path = phones / "train.csv"
+    path.write_bytes(path.read_bytes() + "t9,Caf\u00e9 case,case,price,positive\n".encode("latin-1"))
+    with pytest.raises(AbsaError, match=r"train.csv: line 18: not UTF-8 text \(byte 0xe9\); save the file as UTF-8$"):
+        own_data.register_dataset(phones)
+
+
+def test_check_counts_dev_and_test_sentences_that_train_has_verbatim(phones, capsys):
+    # a sentence in train and test flatters the test score; the benchmarks have a few, so it is a count
+    assert main(["data", "check", str(phones), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["texts_in_train"] == {"dev": 0, "test": 0}
+    train = (phones / "train.csv").read_text().splitlines()
+    (phones / "test.csv").write_text((phones / "test.csv").read_text() + train[1] + "\n" + train[1] + "\n")
+    assert main(["data", "check", str(phones)]) == 0
+    assert "sentences whose text train has too (seen in training; they flatter the scores): dev 0, test 1" \
+        in capsys.readouterr().out
+
+
 def test_files_saved_with_a_byte_order_mark_are_read(phones):
     for name in ("dataset.json", "train.csv"):            # Notepad's UTF-8; dataset.json was refused
         path = phones / name
@@ -151,6 +169,8 @@ def test_missing_files_and_wrong_columns_are_refused(phones):
         own_data.register_dataset(phones)
     with pytest.raises(AbsaError, match="no such folder"):
         own_data.register_dataset(phones / "nowhere")
+    with pytest.raises(AbsaError, match=r"train.csv: a file, not a folder; give the folder holding dataset.json"):
+        own_data.register_dataset(phones / "train.csv")
     (phones / "dataset.json").unlink()
     with pytest.raises(AbsaError, match=r"dataset.json: missing"):
         own_data.register_dataset(phones)
@@ -315,6 +335,18 @@ def test_own_metrics_agree_with_sentihood_on_its_scheme():
     for key in ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1", "aspect_auc",
                 "sentiment_acc"):
         assert ours[key] == theirs[key], key
+
+
+def test_export_never_overwrites_a_folder_that_holds_anything_unless_forced(phones, real_data_dir, capsys):
+    before = {p.name: p.read_bytes() for p in phones.iterdir()}
+    assert main(["data", "export", "semeval", str(phones), "--data-dir", str(real_data_dir)]) == 2
+    assert "phones: not empty (it holds dataset.json, dev.csv, test.csv, ...); give a new folder, or --force" \
+        in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in phones.iterdir()} == before          # the user's data, untouched
+    assert main(["data", "export", "semeval", str(phones / "train.csv"), "--data-dir", str(real_data_dir)]) == 2
+    assert "train.csv: a file, not a folder" in capsys.readouterr().err
+    assert main(["data", "export", "semeval", str(phones), "--data-dir", str(real_data_dir), "--force"]) == 0
+    assert own_data.register_dataset(phones) == "semeval-own"
 
 
 @pytest.mark.parametrize("dataset", D.DATASETS)

@@ -37,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("dataset", choices=("sentihood", "semeval"))
     e.add_argument("folder", help="where dataset.json and the three CSV files go")
     e.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    e.add_argument("--force", action="store_true", help="write into a folder that is not empty, replacing "
+                                                        "its dataset.json and CSV files")
     e.set_defaults(func=_export)
 
 
@@ -63,17 +65,21 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from absa_lib.data import SPLITS, split_stats
+    from absa_lib.data import SPLITS, split_stats, texts_in_train
     from absa_lib.own_data import register_dataset
     from absa_lib.tables import trivial_baselines
 
     name = register_dataset(args.folder)
     result = {name: {split: split_stats(name, split) for split in SPLITS}}
     floor = trivial_baselines(name)                  # what a trained model must beat, on test
+    seen = texts_in_train(name)                      # sentences of dev/test that train has verbatim
     if args.json:
-        print_json({**result, "trivial_test": floor})
+        print_json({**result, "trivial_test": floor, "texts_in_train": seen})
         return 0
     _print_stats(result, as_json=False)
+    if any(seen.values()):
+        print(f"  sentences whose text train has too (seen in training; they flatter the scores): "
+              f"dev {seen['dev']}, test {seen['test']}")
     print("  trivial predictors on test (the floor a model must beat):")
     for row, metrics in floor.items():
         values = ", ".join(f"{k} {100 * v:.1f}" for k, v in metrics.items())
@@ -84,7 +90,7 @@ def _check(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from absa_lib.own_data import export_benchmark
 
-    print(export_benchmark(args.dataset, args.folder, args.data_dir))
+    print(export_benchmark(args.dataset, args.folder, args.data_dir, force=args.force))
     return 0
 
 

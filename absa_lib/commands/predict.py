@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from absa_lib.commands import print_json
 
@@ -36,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from absa_lib.apply import predict_text, predict_texts, predictions_csv, read_sentences
     from absa_lib.errors import AbsaError
-    from absa_lib.fileio import atomic_write_bytes
+    from absa_lib.fileio import atomic_write_bytes, output_file
     from absa_lib.runs import load_run
 
     if (args.text is None) == (args.file is None):
@@ -53,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
                               locations=args.locations)
         print_json(result)
         return 0
+    out = output_file(args.out) if args.out else None
     sentences = read_sentences(args.file)
     source = "standard input" if args.file == "-" else args.file
     trained = load_run(args.run)
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
                             truncate=args.truncate, locations=args.locations,
                             names=[f"{source}: line {line}" for line, _ in sentences])
     table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
-    if args.out:
-        atomic_write_bytes(Path(args.out), table.encode("utf-8"))
+    if out:
+        atomic_write_bytes(out, table.encode("utf-8"))
         n = sum(len(r["predictions"]) for r in results)
         print(f"[absa] {len(sentences)} sentences, {n} predictions -> {args.out}", file=sys.stderr)
     else:

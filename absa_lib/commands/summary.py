@@ -29,14 +29,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from absa_lib.fileio import atomic_write_bytes
+    from absa_lib.fileio import atomic_write_bytes, output_file
     from absa_lib.summary import summarize
 
+    csv = output_file(args.csv) if args.csv else None
     text, frame = summarize(args.runs_dirs, tuple(dict.fromkeys(args.selection)), args.data_dir, tuple(args.data))
     print(text, end="")
-    if args.csv:
-        atomic_write_bytes(Path(args.csv), frame.round(4).to_csv(index=False).encode())
+    if csv:
+        atomic_write_bytes(csv, frame.round(4).to_csv(index=False).encode())
         print(f"wrote {args.csv}")
     return 0
