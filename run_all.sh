@@ -96,7 +96,7 @@ fi
 if [ "$NOTEBOOKS" = scripts ]; then
   run_notebook() { "$PY" -m absa_lib.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }
 else
-  run_notebook() { papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" -f "$PARAMS" \
+  run_notebook() { "$PY" -m papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" -f "$PARAMS" \
       --log-output --no-progress-bar --start-timeout 120 --stdout-file "$OUT/$1.log" --stderr-file "$OUT/$1.log.err"; }
 fi
 for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do

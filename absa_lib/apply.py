@@ -172,6 +172,13 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
                         "predict_text")
     if not texts:
         raise AbsaError("no text given; give at least one review sentence")
+    odd = [t for t in texts if not isinstance(t, str)]
+    if odd:
+        raise AbsaError(f"each text must be a string (a review sentence), got {type(odd[0]).__name__} "
+                        f"{odd[0]!r:.60}")
+    for name, value in (("targets", targets), ("locations", locations)):
+        if isinstance(value, str):                      # would be read letter by letter
+            raise AbsaError(f"{name} must be a list of names, got one string {value!r}; give [{value!r}]")
     names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
     if len(names) != len(texts):
         raise AbsaError(f"names has {len(names)} entries for {len(texts)} texts; give one name per text")

@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from absa_lib.download import file_sha256
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_json, read_json
+from absa_lib.fileio import atomic_write_json, new_file_mode, read_json
 
 CHECKSUMS = "checksums.json"
 
@@ -51,6 +51,8 @@ def save_checkpoint(directory: Path, model, optimizer=None, state: dict | None =
                 tensors["rng.cuda"] = torch.cuda.get_rng_state()
             save_file(tensors, tmp / "trainer_state.safetensors")
             atomic_write_json(tmp / "trainer_state.json", {**meta, **(state or {})})
+        for p in tmp.iterdir():                # safetensors writes 0o600; the records are the umask's
+            p.chmod(new_file_mode())
         atomic_write_json(tmp / CHECKSUMS, {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
         _replace_dir(tmp, directory)
     except (OSError, SafetensorError, AbsaError) as err:      # disk full, quota, permissions

@@ -50,6 +50,42 @@ def declared_parameters(lines: list[str], script: Path) -> tuple[int, set[str]]:
     return end, names
 
 
+def parameter_annotations() -> dict[str, str]:
+    """``{parameter name: its annotation}`` (``int``, ``Optional[int]``, ``list``, ...) as the
+    notebooks' parameters cells declare it (the first notebook's, when several declare a name)."""
+    found: dict[str, str] = {}
+    root = repo_root()
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        end, _ = declared_parameters(lines, path)
+        start = next(i for i, line in enumerate(lines) if line.rstrip() == PARAMETERS_CELL)
+        for node in ast.parse("".join(lines[start:end])).body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                found.setdefault(node.target.id, ast.unparse(node.annotation))
+    return found
+
+
+_KINDS = {"str": str, "list": list, "dict": dict, "bool": bool, "int": int, "float": (int, float)}
+
+
+def check_values(params: dict, source: str) -> None:
+    """Each value in ``params`` of the type its parameters cell declares (``None`` where it says
+    ``Optional``): ``-p seeds 42`` or ``datasets: sentihood`` would otherwise reach the notebooks
+    and the grid as an int or a string. Outside a checkout (no notebooks) nothing is known to check."""
+    annotations = parameter_annotations()
+    for name, value in params.items():
+        note = annotations.get(name, "")
+        optional = note.startswith("Optional[")
+        base = note.removeprefix("Optional[").removesuffix("]") if optional else note
+        kind = _KINDS.get(base)
+        if kind is None or (optional and value is None):
+            continue
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            expected = {list: "a list, [a, b] in YAML", dict: "a mapping, {} in YAML"}.get(kind, base)
+            raise AbsaError(f"{source}: {name} is {value!r}, expected {expected}"
+                            + (" (or null: all)" if optional else ""))
+
+
 def notebook_parameters() -> dict[str, list[str]]:
     """``{parameter name: [notebooks that declare it]}`` over the notebooks' paired scripts
     ``notebooks/NN_*.py`` (a test keeps them in sync with the ``.ipynb`` files)."""
@@ -75,6 +111,7 @@ def read_profile_file(path: Path) -> dict:
         raise AbsaError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
     if not isinstance(values, dict):
         raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    check_values(values, str(path))
     return values
 
 
@@ -135,6 +172,7 @@ def with_changes(path: Path, args: list[str]) -> dict:
             params[name] = yaml.safe_load(raw)
         except yaml.YAMLError as err:
             raise AbsaError(f"-p {name} {raw!r}: not a value ({err.problem})") from None
+        check_values({name: params[name]}, f"-p {name} {raw}")
         i += 3
     return params
 

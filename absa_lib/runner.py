@@ -165,7 +165,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
     """The queue of :func:`run_cells`; ``running`` (process -> its cell) is the caller's, for cleanup."""
     from absa_lib.config import run_path
     from absa_lib.fileio import lock_holder
-    from absa_lib.runs import marked_complete
+    from absa_lib.runs import load_run, marked_complete
     from absa_lib.training import BUSY_POLL, RUN_LOCK
 
     logs = Path(runs_dir) / "grid_logs"
@@ -206,7 +206,13 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
         while queue and free:
             i, cell = queue.pop(0)
             path = run_path(cell.config, runs_dir)
-            if marked_complete(path / "metrics.json"):
+            try:                     # a finished run is a cache hit only if its records pass every check
+                finished = marked_complete(path / "metrics.json") and load_run(path) is not None
+            except AbsaError as err:
+                log(f"{what(i, cell)}: FAILED: {err}")
+                rows.append(row(i, cell, path, "failed", error=str(err)))
+                continue
+            if finished:
                 log(f"{what(i, cell)}: finished {'by the other process' if i in waited else 'before'} ({path.name})")
                 rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
                 continue

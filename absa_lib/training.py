@@ -158,6 +158,9 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     (a notebook that must only read runs a grid trained, e.g. on a node with a time limit). A run
     that another process is training raises :class:`~absa_lib.errors.RunBusy` (one process per run).
     """
+    if not isinstance(config, TrainConfig):
+        raise AbsaError(f"train() takes a TrainConfig, got {type(config).__name__}; e.g. "
+                        "train(TrainConfig(dataset='sentihood', model='qacg-bert'))")
     config = resolved(config)
     path = run_path(config, runs_dir)
     if not force and marked_complete(path / "metrics.json"):

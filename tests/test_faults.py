@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from absa_lib import data as D
+from absa_lib.apply import predict_text, predict_texts
 from absa_lib.checkpoint import CHECKSUMS
 from absa_lib.cli import main
 from absa_lib.config import TrainConfig
@@ -214,7 +215,8 @@ def test_written_files_get_the_mode_the_umask_gives_not_owner_only(tmp_path, uma
 def test_a_trained_runs_records_are_readable_as_the_umask_allows(trained):
     umask = os.umask(0)
     os.umask(umask)
-    for name in ("config.json", "metrics.json", "env.json", "predictions_test.csv", "checkpoints/best/checksums.json"):
+    for name in ("config.json", "metrics.json", "env.json", "predictions_test.csv", "checkpoints/best/checksums.json",
+                 "checkpoints/best/model.safetensors", "checkpoints/last/trainer_state.safetensors"):
         assert (trained / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
 
 
@@ -355,6 +357,8 @@ def test_json_output_is_valid_json_with_undefined_metrics_as_null(capsys):
     (["bench", "--steps", "2.5"], "got '2.5'"), (["bench", "--max-length", "x"], "got 'x'"),
     (["grid", "--profile", "smoke", "--workers", "0"], "argument --workers"),
     (["grid", "--profile", "smoke", "--cell", "-1"], "argument --cell: expected a whole number of at least 0"),
+    (["info", "--model", "man-bert", "--num-aspects", "-2"], "argument --num-aspects: expected a whole number of at "
+     "least 1, got '-2'"),                                 # a RuntimeError traceback; 0 used the default
 ])
 def test_bad_counts_are_argparse_errors_before_anything_runs(capsys, argv, needle):
     with pytest.raises(SystemExit) as exit_:            # bench --threads 0 used to run with torch's choice,
@@ -395,6 +399,30 @@ def test_unknown_parameter_names_are_an_error_before_anything_runs(tmp_path, cap
     assert "unexpected argument '--epochs'" in capsys.readouterr().err and not out.exists()
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epochs", "3"]) == 0
     assert "epochs: 3" in out.read_text()
+
+
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("epochs", "abc", "-p epochs abc: epochs is 'abc', expected int"),     # rendered, and recorded as the
+    ("seeds", "42", "seeds is 42, expected a list, [a, b] in YAML"),       # manifest's epochs; a traceback
+    ("allow_training", "maybe", "allow_training is 'maybe', expected bool"),
+    ("max_train_examples", "None", "expected int (or null: all)"),         # YAML's None is null
+    ("datasets", "sentihood", "datasets is 'sentihood', expected a list"),
+])
+def test_a_parameter_value_of_the_wrong_type_is_an_error_before_anything_runs(tmp_path, capsys, name, value, needle):
+    from absa_lib.profiles import main as profiles
+
+    out = tmp_path / "params.yaml"
+    assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", name, value]) == 2
+    assert needle in capsys.readouterr().err and not out.exists()
+    assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "max_train_examples", "null"]) == 0
+
+
+def test_a_misspelt_reference_folder_is_refused_not_read_as_empty(capsys, tmp_path):
+    # a node would have trained every committed run again
+    refused(capsys, ["remote", "start", "--profile", "gpu", "--grid", "tables:qacg-bert:1:42", "--work",
+                     str(tmp_path / "work"), "--reference", str(tmp_path / "refrence"), "--dry-run"],
+            f"--reference {tmp_path / 'refrence'}: no such folder")
 
 
 @pytest.mark.parametrize("profile", ["../params/smoke", "smok", "params/smoke.yaml"])
@@ -690,6 +718,22 @@ def test_a_target_given_twice_is_predicted_once(capsys, trained):
     assert main(["predict", "--run", str(trained), TEXT, "--targets", "LOCATION2", "LOCATION2"]) == 0
     rows = json.loads(capsys.readouterr().out)["predictions"]
     assert [(r["target"], r["aspect"]) for r in rows] == [("LOCATION2", a) for a in D.ASPECTS["sentihood"]]
+
+
+@pytest.mark.parametrize("call,needle", [
+    (lambda run: predict_text(run, None), "each text must be a string (a review sentence), got NoneType None"),
+    (lambda run: predict_text(run, b"LOCATION1 is ok"), "got bytes b'LOCATION1 is ok'"),
+    (lambda run: predict_texts(run, [TEXT, 42]), "got int 42"),
+    (lambda run: predict_text(run, TEXT, targets="LOCATION1"),
+     "targets must be a list of names, got one string 'LOCATION1'; give ['LOCATION1']"),
+    (lambda run: predict_text(run, "Camden is nice", locations="Camden"), "locations must be a list of names"),
+    (lambda run: train("sentihood"), "train() takes a TrainConfig, got str"),
+])
+def test_the_library_names_a_wrong_argument_type(trained, call, needle):
+    # an AttributeError deep inside, or a string read letter by letter ("--targets 'L'")
+    with pytest.raises(AbsaError) as err:
+        call(trained)
+    assert needle in str(err.value)
 
 
 # ---------------------------------------------------------------------------------------------- the safety net

@@ -71,6 +71,15 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     profile.write_text(yaml.safe_dump(params))
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--count"]) == 0
     assert capsys.readouterr().out.strip() == "6"
+    # --list and --count with --cell: what that array task runs (they listed all 6, and --cell 99 passed)
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--list"]) == 0
+    every = capsys.readouterr().out.splitlines()
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == every[1:2]
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--count"]) == 0
+    assert capsys.readouterr().out.strip() == "1"
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "99", "--list"]) == 2
+    assert "--cell 99 is out of range" in capsys.readouterr().err
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "started" in out and "done in" in out
@@ -88,6 +97,14 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert metrics["process_seconds"] >= epochs[0]["startup_seconds"] + run_seconds(metrics) - 0.1
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
+    # a finished run whose record was damaged is no cache hit (it was "finished before", exit 0)
+    config = tmp_path / "runs" / run.split("/runs/")[1] / "config.json"
+    good = config.read_text()
+    config.write_text(good.replace('"seed": 42', '"seed": 7'))
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) != 0
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "is not the hash of the recorded configuration" in out and "1 failed" in out
+    config.write_text(good)
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", str(tmp_path / "ref")]) == 0
     exported = sorted(p.relative_to(tmp_path / "ref") for p in (tmp_path / "ref").rglob("*.json"))
     assert [p.name for p in exported] == ["config.json", "env.json", "metrics.json"]   # the one finished run
@@ -98,6 +115,17 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text("profile: [unclosed\n")
     assert main(["grid", "--profile", str(tmp_path / "bad.yaml")]) == 2
     assert "bad.yaml: not valid YAML" in capsys.readouterr().err
+    # a value of the wrong shape (was a traceback, or datasets iterated letter by letter), a key missing
+    for change, needle in (({"seeds": 42}, "seeds is 42, expected a list, [a, b] in YAML"),
+                           ({"datasets": "sentihood"}, "datasets is 'sentihood', expected a list"),
+                           ({"epochs": "abc"}, "epochs is 'abc', expected int"),
+                           ({"max_train_examples": "None"}, "expected int (or null: all)")):
+        (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**params, **change}))
+        assert main(["grid", "--profile", str(tmp_path / "bad.yaml"), "--count"]) == 2
+        assert needle in capsys.readouterr().err
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({k: v for k, v in params.items() if k != "datasets"}))
+    assert main(["grid", "--profile", str(tmp_path / "bad.yaml"), "--count"]) == 2
+    assert "bad.yaml: sets no datasets, which the grid needs" in capsys.readouterr().err
     assert main(["grid", "--profile", str(profile), "--cell", "99"]) == 2
     assert "out of range" in capsys.readouterr().err
 

@@ -41,13 +41,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a run that another process is training: wait for it to end, then count it finished "
                         "or resume it (default), or skip it at once and report it busy (exit 1)")
     p.add_argument("--list", action="store_true", help="print one `absa train` command per cell and exit")
-    p.add_argument("--count", action="store_true", help="print the number of cells and exit")
+    p.add_argument("--count", action="store_true", help="print the number of cells and exit (the size of an "
+                   "array job: cells 0 to N-1)")
     p.add_argument("--model", nargs="+", default=None, metavar="MODEL",
                    help="only the cells of these models (default: all; e.g. leave out the slow bert-single)")
     p.add_argument("--seed", nargs="+", type=int, default=None, metavar="SEED",
                    help="only the cells of these seeds (default: the profile's seeds and ablation seeds)")
     p.add_argument("--cell", type=non_negative, default=None,
-                   help="run only this cell (0-based, counted after --model and --seed; array jobs)")
+                   help="run only this cell (0-based, counted after --model and --seed; array jobs); with "
+                   "--list, --count or --export, only this cell too")
     p.add_argument("--export", metavar="DIR", default=None,
                    help="train nothing: copy the records of the grid's finished runs to DIR/runs/ "
                         "(e.g. results/reference)")
@@ -56,10 +58,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _params(profile: str) -> tuple[str, dict]:
     """(name, values) of a profile given by name or as a YAML file (e.g. run_all.sh's merged one)."""
+    from absa_lib.errors import AbsaError
     from absa_lib.profiles import profile_path, read_profile_file
 
     path = profile_path(profile)
     params = read_profile_file(path)
+    missing = [k for k in ("datasets", "seeds", "ablation_dataset", "ablation_seeds", "runs_dir") if k not in params]
+    if missing:
+        raise AbsaError(f"{path}: sets no {', '.join(missing)}, which the grid needs; a profile gives every "
+                        "notebook parameter a value (copy params/smoke.yaml and change it)")
     return str(params.get("profile") or path.stem), params
 
 
@@ -100,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
     cells = select(profile_cells(params, tuple(args.part)), args.model, args.seed,
                    f"profile {name!r} in --part {' '.join(args.part)}")
     runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
+    if args.cell is not None:               # --list, --count and --export too speak of that cell alone
+        if args.cell >= len(cells):
+            raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")
+        cells = [cells[args.cell]]
     if args.count:
         print(len(cells))
         return 0
@@ -111,10 +122,6 @@ def run(args: argparse.Namespace) -> int:
         written = export_finished(cells, runs_dir, resolve_dir(args.export))
         print(f"[grid] exported {len(written)} record files of finished runs to {args.export}/runs")
         return 0
-    if args.cell is not None:
-        if args.cell >= len(cells):
-            raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")
-        cells = [cells[args.cell]]
     t0 = time.time()
     with _sigterm_exits():
         rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads, busy=args.busy)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from absa_lib.commands import print_json
+from absa_lib.commands import print_json, whole_number
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,11 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backbone", default="bert-base-random",
                    help=f"one of {', '.join(BACKBONES)} or a local model directory "
                    "(default: bert-base-random)")
-    p.add_argument("--num-labels", type=int, default=len(D.LABELS["sentihood"]),
+    p.add_argument("--num-labels", type=whole_number(1), default=len(D.LABELS["sentihood"]),
                    help="classifier outputs ({})".format(", ".join(f"{len(D.LABELS[d])} {d}" for d in D.DATASETS)))
-    p.add_argument("--num-contexts", type=int, default=D.num_contexts("sentihood"),
+    p.add_argument("--num-contexts", type=whole_number(1), default=D.num_contexts("sentihood"),
                    help="context ids ({})".format(", ".join(f"{D.num_contexts(d)} {d}" for d in D.DATASETS)))
-    p.add_argument("--num-aspects", type=int, default=None,
+    p.add_argument("--num-aspects", type=whole_number(1), default=None,
                    help="aspects per target (man-bert has one head each; default: that of the dataset with "
                    "this many contexts, else the number of contexts)")
     p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",

@@ -75,9 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _carry(args: argparse.Namespace) -> int:
     from absa_lib.remote import make_carry
-    from absa_lib.session import resolve_dir
 
-    reference = resolve_dir(args.reference, create=False) if args.reference else None
+    reference = _reference(args.reference)
     out = make_carry(Path(args.dest).resolve(), args.data_dir, reference, args.new_fingerprint)
     print(f"[remote] {out['minilm']} (fingerprint {out['fingerprint']}) and {out['data']}: {out['megabytes']:.1f} MiB; "
           f"on the node: ABSA_MINILM_DIR={out['minilm']} ABSA_DATA_DIR={out['data']}")
@@ -91,7 +90,7 @@ def _start(args: argparse.Namespace) -> int:
 
     work = resolve_dir(args.work, create=not args.dry_run)
     params = work_params(args.profile, [x for name, value in args.p for x in ("-p", name, value)], work)
-    reference = resolve_dir(args.reference, create=False) if args.reference else None
+    reference = _reference(args.reference)
     specs = [GridSpec.parse(g) for g in args.grid]
     if args.dry_run:
         note = backbone_note(params, reference)
@@ -105,6 +104,21 @@ def _start(args: argparse.Namespace) -> int:
         return 0
     start(work, params, specs, reference, collect=args.collect)
     return 0
+
+
+def _reference(value: str):
+    """``--reference`` as a folder, or None for ``''``: a misspelt one was read as an empty reference,
+    and a node would have trained every committed run again."""
+    from absa_lib.errors import AbsaError
+    from absa_lib.session import resolve_dir
+
+    if not value:
+        return None
+    folder = resolve_dir(value, create=False)
+    if not folder.is_dir():
+        raise AbsaError(f"--reference {value}: no such folder ({folder}); give the reference's folder "
+                        "(default results/reference), or '' for none")
+    return folder
 
 
 def _wait(args: argparse.Namespace) -> int:
