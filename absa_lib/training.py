@@ -39,7 +39,7 @@ from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder, read
 from absa_lib.inference import class_probabilities, predict_probs, to_device
 from absa_lib.inputs import model_sizes
 from absa_lib.metrics import compute_metrics, selection_metric
-from absa_lib.models import joint, load_tokenizer
+from absa_lib.models import joint, load_tokenizer, preset_fields
 from absa_lib.models.per_context import build_for_training, skip_absent_contexts, step_routing
 from absa_lib.optim import build_optimizer, lr_factor
 from absa_lib.paths import ensure_writable
@@ -161,6 +161,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     if not isinstance(config, TrainConfig):
         raise AbsaError(f"train() takes a TrainConfig, got {type(config).__name__}; e.g. "
                         "train(TrainConfig(dataset='sentihood', model='qacg-bert'))")
+    preset_fields(config.model, config.preset, **config.model_overrides)   # a bad override: before the folder
     config = resolved(config)
     path = run_path(config, runs_dir)
     if not force and marked_complete(path / "metrics.json"):

@@ -342,6 +342,14 @@ def test_bad_numbers_are_refused_before_anything_is_written(capsys, tmp_path, fl
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("override,needle", [("quasi=\"maybe\"", "model override quasi='maybe' is invalid; expected bool"),
+                                             ("nosuch=1", "model override 'nosuch' is unknown")])
+def test_a_bad_override_is_refused_before_the_run_folder_exists(capsys, tmp_path, override, needle):
+    # it was refused inside the run folder, which was left holding only its lock
+    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs"), "--override", override], needle)
+    assert not (tmp_path / "runs").exists()
+
+
 def test_json_output_is_valid_json_with_undefined_metrics_as_null(capsys):
     # absa train, absa data check --json, ... printed a bare NaN
     from absa_lib.commands import print_json
