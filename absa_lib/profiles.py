@@ -16,6 +16,7 @@ Values are read as YAML: ``3``, ``true``, ``[42, 43]``, ``'{"group_by_length": t
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -36,30 +37,36 @@ def params_dir() -> Path | None:
 PARAMETERS_CELL = '# %% tags=["parameters"]'     # how jupytext writes the cell tagged "parameters"
 
 
-def declared_parameters(lines: list[str], script: Path) -> tuple[int, set[str]]:
+def _parameters_cell(lines: list[str], script: Path) -> tuple[int, list[ast.stmt]]:
     """In a notebook's jupytext script (``lines``): (index of the line after the parameters cell,
-    the names that cell assigns)."""
+    that cell's statements)."""
     starts = [i for i, line in enumerate(lines) if line.rstrip() == PARAMETERS_CELL]
     if len(starts) != 1:
         raise AbsaError(f"{script}: expected one cell marked {PARAMETERS_CELL!r}, found {len(starts)}")
     end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
+    return end, ast.parse("".join(lines[starts[0]:end])).body
+
+
+def declared_parameters(lines: list[str], script: Path) -> tuple[int, set[str]]:
+    """In a notebook's jupytext script (``lines``): (index of the line after the parameters cell,
+    the names that cell assigns)."""
+    end, body = _parameters_cell(lines, script)
     names = set()
-    for node in ast.parse("".join(lines[starts[0]:end])).body:
+    for node in body:
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
         names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return end, names
 
 
+@functools.cache
 def parameter_annotations() -> dict[str, str]:
     """``{parameter name: its annotation}`` (``int``, ``Optional[int]``, ``list``, ...) as the
     notebooks' parameters cells declare it (the first notebook's, when several declare a name)."""
     found: dict[str, str] = {}
     root = repo_root()
     for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        end, _ = declared_parameters(lines, path)
-        start = next(i for i, line in enumerate(lines) if line.rstrip() == PARAMETERS_CELL)
-        for node in ast.parse("".join(lines[start:end])).body:
+        _, body = _parameters_cell(path.read_text(encoding="utf-8").splitlines(keepends=True), path)
+        for node in body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 found.setdefault(node.target.id, ast.unparse(node.annotation))
     return found

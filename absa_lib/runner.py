@@ -206,8 +206,10 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
         while queue and free:
             i, cell = queue.pop(0)
             path = run_path(cell.config, runs_dir)
-            try:                     # a finished run is a cache hit only if its records pass every check
-                finished = marked_complete(path / "metrics.json") and load_run(path) is not None
+            try:
+                finished = marked_complete(path / "metrics.json")
+                if finished:
+                    load_run(path)           # a cache hit only if its records pass every check
             except AbsaError as err:
                 log(f"{what(i, cell)}: FAILED: {err}")
                 rows.append(row(i, cell, path, "failed", error=str(err)))

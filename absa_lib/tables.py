@@ -212,15 +212,15 @@ def budget_text(config: dict) -> str:
     return ", ".join(parts)
 
 
-def budget_columns(runs: list, among: list | None = None) -> dict:
-    """``budget`` (short, :func:`budget_label`; unique among the budgets of the runs ``among``, the
-    whole table's: :func:`budget_labels`) and ``budget_text`` (in full, :func:`budget_text`) of one
-    budget's runs, and ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`,
-    sorted, joined by ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
+def budget_columns(runs: list, names: dict[tuple, str] | None = None) -> dict:
+    """``budget`` (short: its name in ``names``, the :func:`budget_labels` of the whole table, else
+    :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of one budget's runs, and
+    ``device``: the machines they trained on (:func:`absa_lib.runs.device_name`, sorted, joined by
+    ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
     if not runs:
         return {"budget": "", "budget_text": "", "device": ""}
     cfg = runs[0].config
-    label = budget_labels([r.config for r in [*runs, *(among or [])]])[budget_key(cfg)]
+    label = names[budget_key(cfg)] if names else budget_label(cfg)
     return {"budget": label, "budget_text": budget_text(cfg),
             "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
 
@@ -261,14 +261,14 @@ NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
 
 
-def _ours(dataset: str, protocol: str, group: list, among: list) -> dict:
+def _ours(dataset: str, protocol: str, group: list, names: dict[tuple, str]) -> dict:
     """The columns of one group of runs (same configuration but the seed) under ``protocol``;
-    ``among``: every run of the table (the budgets' names are unique among them)."""
+    ``names``: the :func:`budget_labels` of the table's runs."""
     group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
     cfg = group[0].config
     ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, among),
+            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, names),
             "run_ids": run_ids(group)}
     chosen = [r.selected(protocol)["test"] for r in group]
     ours["no_aspect_seeds"] = no_aspect_seeds(dataset, group, chosen)
@@ -317,6 +317,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             raise AbsaError(f"protocol={p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
     records, rows = [], paper_rows(dataset, models)
     shown = [r for r in runs if any(matches(r.config, row, dataset) for row in rows)]   # the table's runs
+    names = budget_labels([r.config for r in shown])
     for row in rows:
         paper = {}
         for key, _, _ in METRICS[dataset]:
@@ -332,7 +333,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
             if not groups:
                 records.append({**base, "source": "not run", "selection": protocol, **NO_RUN, **paper})
             for group in groups:
-                records.append({**base, **_ours(dataset, protocol, group, shown), **paper})
+                records.append({**base, **_ours(dataset, protocol, group, names), **paper})
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
             "budget", "budget_text", "device", "run_ids", "no_aspect_seeds", "note"]

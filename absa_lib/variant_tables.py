@@ -31,6 +31,7 @@ from absa_lib.tables import (
     budget_columns,
     budget_footnotes,
     budget_key,
+    budget_labels,
     format_cell,
     no_aspect_footnotes,
     no_aspect_seeds,
@@ -70,8 +71,8 @@ def budget_groups(per_variant: list[list]) -> list[list[tuple[dict, list]]]:
     (:func:`absa_lib.tables.split_by_budget`, most runs first), then, with no runs, each budget
     that another variant of the table has and it lacks (in the order the table first shows them);
     one empty group when the table has no run."""
-    among = [r for runs in per_variant for r in runs]             # budget names unique in the table
-    split = [{budget_key(g[0].config): (budget_columns(g, among), g) for g in split_by_budget(runs)}
+    names = budget_labels([r.config for runs in per_variant for r in runs])   # unique in the table
+    split = [{budget_key(g[0].config): (budget_columns(g, names), g) for g in split_by_budget(runs)}
              for runs in per_variant]
     every: dict[tuple, dict] = {}                       # budget -> its columns, in order of appearance
     for groups in split:
