@@ -16,8 +16,9 @@ their order does not matter when reading, and extra columns are ignored)::
   not (``exp(logits)``, logits) are refused: the AUCs rank P(None) as written, so they would change
   silently. Written with ``repr`` so floats round-trip exactly.
 - ``gold`` is informational (the dataset's label, for a human reading the file). It is optional
-  when reading and never used for scoring, but if present it must agree with the dataset: a
-  disagreement means the file was made from different data, and is an error, not a warning.
+  when reading (the column, or a cell left empty) and never used for scoring, but if present it must
+  agree with the dataset: a disagreement means the file was made from different data (or a label
+  misspelt: ``none`` for ``None``), and is an error, not a warning.
 
 :func:`read_predictions` returns the probabilities aligned to the examples' canonical order, ready
 for :func:`absa_lib.metrics.compute_metrics`.
@@ -193,7 +194,7 @@ def _align(path: Path, dataset: str, examples, header: list[str], rows: Iterator
         if i is None:
             unknown.append((line, key))
             continue
-        if gold_col is not None and row[gold_col] != examples[i].label:
+        if gold_col is not None and row[gold_col] not in ("", examples[i].label):    # an empty cell: no gold
             bad_gold.append((line, key, row[gold_col], examples[i].label))
         probs[i] = [_parse_prob(path, line, c, row[col[c]]) for c in label_cols]
         total = math.fsum(probs[i])
@@ -216,9 +217,11 @@ def _check_alignment(path: Path, dataset: str, examples, seen: dict, unknown: li
                         f"(first: {_show(dataset, absent[0])}); write one row per example")
     if bad_gold:
         line, key, found, expected = bad_gold[0]
+        why = ("gold labels are spelt as the dataset spells them (case too); fix the column or leave it out"
+               if all(f.lower() == e.lower() for _, _, f, e in bad_gold) else
+               "the file was made from different data; regenerate it from these examples")
         raise AbsaError(f"{path}: {len(bad_gold)} row(s) have a gold label that disagrees with the dataset "
-                        f"(first: line {line}, {_show(dataset, key)}: {found!r}, dataset says {expected!r}); "
-                        "the file was made from different data; regenerate it from these examples")
+                        f"(first: line {line}, {_show(dataset, key)}: {found!r}, dataset says {expected!r}); {why}")
 
 
 def evaluate_file(dataset: str, split: str, predictions: str | os.PathLike,

@@ -160,6 +160,17 @@ def check_profile(profile: str, params: dict, verbose: bool = True) -> list[str]
     return differ
 
 
+GRID_KEYS = ("datasets", "seeds", "ablation_dataset", "ablation_seeds", "runs_dir")   # what a grid reads
+
+
+def check_grid_keys(params: dict, path: Path) -> None:
+    """A profile a grid trains from must set the keys it reads (a hand-written one may not)."""
+    missing = [k for k in GRID_KEYS if k not in params]
+    if missing:
+        raise AbsaError(f"{path}: sets no {', '.join(missing)}, which the grid needs; a profile gives every "
+                        "notebook parameter a value (copy params/smoke.yaml and change it)")
+
+
 def with_changes(path: Path, args: list[str]) -> dict:
     """The profile at ``path`` with ``-p NAME VALUE`` changes applied and checked."""
     params = read_profile_file(path)

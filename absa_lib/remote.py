@@ -181,9 +181,10 @@ def grid_cells(params: dict, spec: GridSpec) -> list:
 
 def work_params(profile: str, changes: list[str], work: Path) -> dict:
     """The profile with ``-p NAME VALUE`` changes, writing into ``work`` (runs, results, figures)."""
-    from absa_lib.profiles import profile_path, with_changes
+    from absa_lib.profiles import check_grid_keys, profile_path, with_changes
 
     params = with_changes(profile_path(profile), changes)
+    check_grid_keys(params, profile_path(profile))
     params.update(runs_dir=str(work / "runs"), results_dir=str(work / "results"), figures_dir=str(work / "figures"))
     return params
 

@@ -29,7 +29,7 @@ import os
 import platform
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +267,10 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     if unknown:                                  # a misspelt field would match no run, silently
         raise AbsaError(f"find_runs: {', '.join(unknown)} is not a field of a run's config.json; expected "
                         "TrainConfig fields such as dataset, model, aux, preset, seed, epochs")
+    for name, value in filters.items():          # seed='42' would match no run, silently
+        kind = _filter_kind(name)
+        if kind and not _is_kind(value, kind[0]):
+            raise AbsaError(f"find_runs: {name}={value!r} can match no run; a run records its {name} as {kind[1]}")
     runs = []
     for folder, complete in run_folders(runs_dir):
         if not complete:
@@ -280,6 +284,24 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
         if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
             runs.append(run)
     return runs
+
+
+def _filter_kind(name: str) -> tuple[tuple[type, ...], str] | None:
+    """(the types, their name) a run records config field ``name`` as; None for the record's extras."""
+    from absa_lib.config import TrainConfig
+
+    spec = TrainConfig.__dataclass_fields__.get(name)
+    if spec is None:
+        return None
+    default = spec.default_factory() if spec.default is MISSING else spec.default
+    return {bool: ((bool,), "true or false"), str: ((str,), "a string"), dict: ((dict,), "a mapping"),
+            int: ((int,), "an integer"), float: ((int, float), "a number"),
+            type(None): ((int, type(None)), "an integer or None")}[type(default)]
+
+
+def _is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
+    """``isinstance``, where a bool is not an integer (True == 1 would match seed 1)."""
+    return isinstance(value, bool) if kinds == (bool,) else isinstance(value, kinds) and not isinstance(value, bool)
 
 
 def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:

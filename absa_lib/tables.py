@@ -370,7 +370,7 @@ def format_cell(mean: float, sd: float, decimals: int) -> str:
 def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PROTOCOLS) -> str:
     """Human-readable Markdown: one block per selection protocol, cells ``ours (paper)``."""
     lines = [f"# {TITLES[dataset]}", "",
-             "Cells: **ours** mean ± sd over seeds (paper's value in brackets), in %. "
+             "Cells: **ours** mean ± sd over seeds (paper's value in brackets, from BERT-base), in %. "
              "`reported` rows show the paper's numbers only; `not run` rows have no run yet; `trivial` rows are "
              "constant predictors scored on the same test set (the floor of each metric). "
              + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
@@ -378,6 +378,12 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
     metrics = METRICS[dataset]
     for protocol in protocols:
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
+        if protocol == "test_best":
+            from absa_lib.metrics import SELECTION_METRIC
+
+            title = next(t for key, t, _ in metrics if key == SELECTION_METRIC[dataset])
+            lines += [f"Each run's epoch is the one with the best test {title}: that column is optimistic; the "
+                      "others are read at the same epoch and can be lower than with dev-best.", ""]
         block = df[(df["selection"] == protocol) | df["source"].isin((REPORTED, TRIVIAL))]
         header = ["Model", "Source", "Budget", "Seeds"] + [title for _, title, _ in metrics]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -128,7 +128,7 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     for spec, groups in zip(specs, groups_of, strict=True):
         for budget, runs in groups:
             rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
-                   "change": spec.change, "n_seeds": len(runs),
+                   "change": spec.change, "n_seeds": len(runs), "epochs": runs[0].config["epochs"] if runs else None,
                    "backbone": str(runs[0].config.get("backbone")) if runs else "", **budget,
                    "run_ids": run_ids(runs), "source": OURS}
             for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
@@ -142,7 +142,8 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     for name, metrics in (trivial or {}).items():
         values = trivial_values(dataset, metrics)
         records.append({"label": name, "model": "", "aux": "", "objective": "", "change": TRIVIAL_CHANGE,
-                        "n_seeds": 0, "backbone": "", **budget_columns([]), "run_ids": "", "source": TRIVIAL,
+                        "n_seeds": 0, "epochs": None, "backbone": "", **budget_columns([]), "run_ids": "",
+                        "source": TRIVIAL,
                         **{f"{key}{suffix}{sd}": values[key + sd] for key, _, _ in METRICS[dataset]
                            for suffix in ("", "_test_best") for sd in ("", "_sd")}})
     return pd.DataFrame.from_records(records)
@@ -170,7 +171,16 @@ def comparison_markdown(df: pd.DataFrame, dataset: str, title: str) -> str:
             dev = format_cell(rec[key], rec[f"{key}_sd"], dec)
             cells.append(f"{dev} [{format_cell(rec[f'{key}_test_best'], rec[f'{key}_test_best_sd'], dec)}]")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += budget_footnotes(df) + no_aspect_footnotes(df, "label", "the dev-best epoch")
+    lines += budget_footnotes(df) + no_aspect_footnotes(df, "label", "the dev-best epoch") + one_epoch_dwa_footnotes(df)
     if (df["source"] == TRIVIAL).any():
         lines += ["", f"_`(trivial)` rows: {TRIVIAL_CHANGE}; no epoch is selected._"]
     return "\n".join(lines) + "\n"
+
+
+def one_epoch_dwa_footnotes(df: pd.DataFrame) -> list[str]:
+    """A ``joint-dwa`` row of one epoch is the ``joint`` row again: its weights first change after
+    epoch 1 (:func:`absa_lib.models.joint.updated_weights`), so say so under the table."""
+    rows = df[(df["objective"] == "joint-dwa") & (df["epochs"] == 1) & (df["n_seeds"] > 0)]
+    return [f"\n_{r['label']} ({r['budget']}): the dynamic weights first change after epoch 1, so a one-epoch "
+            "run trains as the joint objective's does (weights ½ and ½): with the same seed, the same numbers._"
+            for r in rows.to_dict("records")]

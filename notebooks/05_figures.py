@@ -25,7 +25,9 @@
 # data is saved under `results/analysis/` (JSON), so the `render` profile redraws every figure
 # without a model; when no checkpoint is at hand the data comes from `results/reference/analysis/`,
 # and the line printed names the run it was computed from (its budget and seed may differ from
-# this notebook's parameters).
+# this notebook's parameters: the committed arrays are seed 44's, the seed whose checkpoints the
+# GPU session that computed them had; a run of this notebook with seed 42's checkpoint replaces
+# them in `results/analysis/`, not in the reference).
 
 # %%
 # Colab only (nothing happens elsewhere): install the companion and its offline backbone for 05_figures.

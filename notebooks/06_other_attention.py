@@ -22,7 +22,10 @@
 # Besides QACG-BERT, the source documents describe other ways to make a sentence representation
 # depend on a target and an aspect. Each one is implemented in `absa_lib.models` behind the same
 # interface (sentence, optional auxiliary sentence, context id → C logits) and trained here with
-# the same backbone, budget, seeds and metrics as the BERT-pair, CG-BERT and QACG-BERT rows:
+# the same budget, seeds and metrics as the BERT-pair, CG-BERT and QACG-BERT rows (the BERT-size
+# systems on the same backbone; the LSTMs on its frozen word embeddings). The tables show how many
+# seeds each row has: at 25 epochs the committed reference has fewer of these systems than of the
+# BERT rows (see docs/results.md):
 #
 # | system | source | module | idea |
 # |---|---|---|---|

@@ -80,3 +80,16 @@ def test_info_gives_a_bert_single_run_its_k_classifiers(capsys):
     assert info["classifiers_per_run"] == 5 and info["parameters_per_run"] == 5 * info["parameters"]
     assert main(["info", "--model", "bert-pair", "--backbone", "tiny", "--json"]) == 0
     assert "parameters_per_run" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model", "bert-single", "--aux", "NLI-M"], "bert-single reads the sentence only"),
+    (["--model", "qacg-bert", "--sampler", "per-context"], "sampler='per-context' batches each context apart"),
+    (["--model", "bert-pair", "--aux", "single"], "bert-pair needs an auxiliary sentence"),
+    (["--model", "bert-pair", "qacg-bert", "--max-length", "2"], "max_length=2 is out of range: expected 10 to"),
+])
+def test_bench_refuses_what_training_refuses(capsys, flags, message):
+    """A setting ``absa train`` refuses would time steps no run takes (they used to be timed)."""
+    assert main(["bench", "--backbone", "tiny", "--steps", "1", "--warmup", "0", "--json", *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("absa: error: ") and message in captured.err

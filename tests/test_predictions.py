@@ -116,7 +116,9 @@ def _replace(index: int, old: str, new: str):
     (_replace(1, "0.1,0.7,0.2", "0,0,0"), "line 2: the probabilities sum to 0;"),
     (_replace(1, "3,LOCATION1", '"3,LOCATION1'), r"line 2: not valid CSV \(.*\); is a quote left open\?"),
     (_replace(4, "Negative", "Positive"), r"1 row\(s\) have a gold label that disagrees.*line 5.*'Positive', "
-                                          r"dataset says 'Negative'"),
+                                          r"dataset says 'Negative'\); the file was made from different data"),
+    (_replace(2, ",None,", ",none,"), r"1 row\(s\) have a gold label .*line 3.*'none', dataset says 'None'\); gold "
+                                     r"labels are spelt as the dataset spells them \(case too\)"),
 ])
 def test_read_rejects_with_one_line(tmp_path, edit, match):
     f = _write_lines(tmp_path, "sentihood", edit)
@@ -140,6 +142,12 @@ def test_gold_column_is_optional_and_extra_columns_are_ignored(tmp_path):
         rows = [line.split(",") for line in lines]
         return [",".join([*r[:3], *r[4:], "pred" if i == 0 else "x"]) for i, r in enumerate(rows)]
     f = _write_lines(tmp_path, "sentihood", edit)
+    assert np.array_equal(read_predictions(f, sentihood_examples()), np.array(SH_PROBS))
+
+
+def test_an_empty_gold_cell_is_no_gold(tmp_path):
+    f = _write_lines(tmp_path, "sentihood", lambda ls: [ls[0], *(",".join(r.split(",")[:3] + [""] + r.split(",")[4:])
+                                                                  for r in ls[1:])])
     assert np.array_equal(read_predictions(f, sentihood_examples()), np.array(SH_PROBS))
 
 

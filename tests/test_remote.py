@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
@@ -469,3 +470,17 @@ def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys)
     assert main(["remote", "wait", "--work", str(node["work"]), "--until", "0", "--bundle", str(bundle)]) == 0
     assert "3 finished runs" in capsys.readouterr().out
     assert len([n for n in read_bundle(bundle) if n.endswith("metrics.json")]) == 3
+
+
+def test_a_hand_written_profile_lacking_a_grid_key_is_named(tmp_path, capsys):
+    """As ``absa grid`` says it (it was a KeyError traceback from the plan)."""
+    params = load_profile("smoke")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({k: v for k, v in params.items() if k not in ("datasets", "ablation_dataset")}))
+    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "--profile", str(mine),
+            "--grid", "tables:all:1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"absa: error: {mine}: sets no datasets, ablation_dataset, which the grid needs; a "
+                           "profile gives every notebook parameter a value (copy params/smoke.yaml and change it)")
+    assert not (tmp_path / "work").exists()

@@ -194,3 +194,11 @@ def test_a_run_folder_is_any_folder_but_a_runs_checkpoints(tmp_path):
     assert [r.path for r in find_runs(tmp_path / "keep")] == [run]      # a run named `best` was left out
     with pytest.raises(AbsaError, match="^find_runs: modle is not a field of a run's config.json"):
         find_runs(tmp_path / "keep", modle="qacg-bert")                # matched nothing, silently
+    seed = json.loads((run / "config.json").read_text())["seed"]
+    assert [r.path for r in find_runs(tmp_path / "keep", seed=seed, max_train_examples=None, lr=2e-5)] == [run]
+    for name, value, kind in (("seed", str(seed), "an integer"), ("seed", True, "an integer"),
+                              ("lr", "5e-5", "a number"), ("max_train_examples", "all", "an integer or None"),
+                              ("group_by_length", 0, "true or false"), ("model_overrides", None, "a mapping")):
+        with pytest.raises(AbsaError, match=f"^find_runs: {name}={value!r} can match no run; a run records its "
+                           f"{name} as {kind}$"):                      # these matched nothing, silently
+            find_runs(tmp_path / "keep", **{name: value})

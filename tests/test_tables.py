@@ -139,6 +139,9 @@ def test_markdown_and_files(tmp_path):
     for _, title, _ in paper_numbers.METRICS["semeval"]:
         assert f" {title} |" in md
     assert "dev-best" in md and "test-best" in md and "optimistic" in md
+    test_block = md[md.index("## Selection: test-best"):]          # names the metric that picks the epoch
+    assert test_block.count("Each run's epoch is the one with the best test F1: that column is optimistic") == 1
+    assert md.count("best test") == 1 and "(paper's value in brackets, from BERT-base)" in md
     assert "| CG-BERT (auxiliary sentences) | ours | minilm, 3 epochs | 2 | 91.50 ± 0.71 [93.12 ± 0.37]" in md
     footnote = ("\n_minilm, 3 epochs: 3 epochs, train examples: all, lr 2e-05, schedule linear, head lr x1.0, "
                 "max length 128, batch 24, fp32, random batches; trained on NVIDIA H100, NVIDIA H200._")
@@ -409,3 +412,16 @@ def test_histogram_summary_in_numbers():
     assert (row["component"], row["entries"]) == ("a_hat", 5)
     assert row["share negative"] == pytest.approx(0.2) and row["share in [0.25, 0.5)"] == pytest.approx(0.6)
     assert row["mean"] == pytest.approx(1.49 / 5) and (row["min"], row["max"]) == (-0.5, 0.9)
+
+
+def test_a_one_epoch_joint_dwa_row_says_it_is_the_joint_row_again():
+    specs = [grid.Spec("QACG-BERT, joint", "qacg-bert", "none", objective="joint"),
+             grid.Spec("QACG-BERT, joint + dynamic weights", "qacg-bert", "none", objective="joint-dwa")]
+    def runs(objective, epochs):
+        return [fake_run("sentihood", "qacg-bert", "none", s, 0.5, 0.6, objective=objective, epochs=epochs)
+                for s in (1, 2)]
+    table = {("sentihood", spec.label): runs(spec.objective, 1) + runs(spec.objective, 25) for spec in specs}
+    md = variant_tables.comparison_markdown(variant_tables.comparison_table("sentihood", table, specs), "sentihood", "O")
+    assert md.count("the dynamic weights first change after epoch 1") == 1
+    assert ("\n_QACG-BERT, joint + dynamic weights (minilm, 1 epoch): the dynamic weights first change after "
+            "epoch 1, so a one-epoch run trains as the joint objective's does") in md

@@ -148,13 +148,14 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = load_tokenizer(args.backbone)
+    args.model = list(dict.fromkeys(args.model))            # each model once
+    _check_as_training(args, tokenizer)
     # two settings side by side: the baseline (fp32, random batches, eager) and the one asked for
     fast = (resolve_precision(args.precision, device), args.group_by_length, args.compile)
     settings = {"fp32 random": ("fp32", False, "none")}
     label = f"{fast[0]} {'grouped' if fast[1] else 'random'}" + ("" if fast[2] == "none" else f" {fast[2]}")
     settings.setdefault(label, fast)
     data = _setting_batches(args, tokenizer, settings, device)
-    args.model = list(dict.fromkeys(args.model))            # each model once
     models = _warmed_up_models(args, settings, data, device)
     phases = ("train",) if args.no_inference else ("train", "infer")
     times = _timed_rounds(args, models, settings, data, phases, device)
@@ -175,6 +176,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(setup, rows, phases, ref)
     return 0
+
+
+def _check_as_training(args, tokenizer) -> None:
+    """Each model's settings as ``absa train`` checks them (model and input variant, sampler,
+    ``--max-length``): a setting training refuses would time steps no run takes."""
+    from absa_lib.config import TrainConfig, check_max_length
+
+    for name in args.model:
+        config = TrainConfig(dataset=args.dataset, model=name, preset=args.preset, aux=args.aux,
+                             backbone=args.backbone, batch_size=args.batch_size, max_length=args.max_length,
+                             sampler=args.sampler, precision=args.precision, compile=args.compile,
+                             group_by_length=args.group_by_length)
+        check_max_length(config, tokenizer)
 
 
 def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:

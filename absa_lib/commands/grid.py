@@ -58,15 +58,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _params(profile: str) -> tuple[str, dict]:
     """(name, values) of a profile given by name or as a YAML file (e.g. run_all.sh's merged one)."""
-    from absa_lib.errors import AbsaError
-    from absa_lib.profiles import profile_path, read_profile_file
+    from absa_lib.profiles import check_grid_keys, profile_path, read_profile_file
 
     path = profile_path(profile)
     params = read_profile_file(path)
-    missing = [k for k in ("datasets", "seeds", "ablation_dataset", "ablation_seeds", "runs_dir") if k not in params]
-    if missing:
-        raise AbsaError(f"{path}: sets no {', '.join(missing)}, which the grid needs; a profile gives every "
-                        "notebook parameter a value (copy params/smoke.yaml and change it)")
+    check_grid_keys(params, path)
     return str(params.get("profile") or path.stem), params
 
 
