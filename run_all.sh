@@ -34,10 +34,13 @@ if [ $# -ge 1 ] && [[ "$1" != -* ]]; then
 fi
 
 if [ -n "${ABSA_PYTHON:-}" ]; then        # an interpreter that has the dependencies already: no venv, no install
-  PY="$ABSA_PYTHON"; export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+  PY="$ABSA_PYTHON"
 else
   source "$ROOT/scripts/ensure_venv.sh" test    # sets $PY and puts the venv first on PATH
 fi
+# this checkout's absa_lib, whatever the interpreter has installed (an ABSA_VENV shared with another
+# checkout has that one's): the package's folder is where relative paths (results/, figures/) lead
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # notebooks run with papermill; without it (or with ABSA_NOTEBOOKS=scripts) their paired scripts run
 # with the same parameters (python -m absa_lib.notebook_script), e.g. on a machine without Jupyter
 NOTEBOOKS="${ABSA_NOTEBOOKS:-$("$PY" -c "import papermill" 2>/dev/null && echo papermill || echo scripts)}"

@@ -36,7 +36,8 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
         raise AbsaError(f"the text is not valid UTF-8 ({what} at position {err.start}); give the sentence as "
                         "UTF-8 text") from None
     if not text:
-        raise AbsaError("the text is empty; give a review sentence, e.g. \"LOCATION1 is cheap but not safe\"")
+        raise AbsaError("the text is empty; give a review sentence" + (", e.g. \"LOCATION1 is cheap but not safe\""
+                                                                      if dataset == "sentihood" else ""))
     none = D.NONE_LABEL[dataset]
     if dataset in D.OWN:
         return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
@@ -48,8 +49,9 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
                 for a in D.ASPECTS[dataset]]
     found = _masks_in(text)
     if not found:
-        raise AbsaError("a SentiHood model needs the target location masked as LOCATION1 (and LOCATION2) in the "
-                        "text, e.g. \"LOCATION1 is cheap but not safe\"; none was found")
+        raise AbsaError("a SentiHood model needs the target location masked as LOCATION1 (and LOCATION2, upper "
+                        "case) in the text, e.g. \"LOCATION1 is cheap but not safe\"; none was found (or name the "
+                        "places with --locations, e.g. --locations Camden Brixton)")
     targets = list(dict.fromkeys(targets or []))         # a target given twice is predicted once
     for t in targets:
         if t not in D.TARGETS:
@@ -67,17 +69,20 @@ def _masks_in(text: str) -> list[str]:
 
 
 def _own_targets(dataset: str, text: str, targets: list[str] | None) -> list[str | None]:
-    """Your own data's targets to predict for ``text``: ``targets`` (declared ones), else the declared
-    targets the text names (whole words, any case); [None] for a dataset without targets."""
+    """Your own data's targets to predict for ``text``: ``targets`` (declared ones, any case), else the
+    declared targets the text names (whole words, any case); [None] for a dataset without targets."""
     declared = D.OWN[dataset].scheme.targets
     if not declared:
         if targets:
             raise AbsaError(f"--targets: dataset {dataset!r} declares no targets; its model predicts every "
                             "aspect")
         return [None]
-    for t in targets or []:
-        if t not in declared:
+    spelt = {t.casefold(): t for t in declared}       # any case, as the text is searched
+    chosen = [t if t in declared else spelt.get(t.casefold()) for t in targets or []]
+    for t, name in zip(targets or [], chosen, strict=True):
+        if name is None:
             raise AbsaError(f"--targets {t!r}: expected one of {', '.join(declared)} (the dataset's targets)")
+    targets = chosen
     found = [t for t in declared if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", text, re.IGNORECASE)]
     if not targets and not found:
         raise AbsaError(f"none of the targets {', '.join(declared)} occurs in the text (whole words, any "

@@ -23,7 +23,7 @@ from absa_lib.download import dataset_checksums, file_sha256
 from absa_lib.errors import AbsaError
 from absa_lib.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
 from absa_lib.models import MODELS, PRESETS
-from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_fingerprint
+from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
 from absa_lib.paths import default_runs_dir
 from absa_lib.runs import config_hash
@@ -230,6 +230,8 @@ def resolved(config: TrainConfig) -> TrainConfig:
     """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
     a local backbone folder as an absolute path (a run does not depend on the working directory)."""
 
+    if config.backbone not in BACKBONES:
+        backbone_dir(config.backbone)          # a misspelt name is refused as typed, not as an absolute path
     backbone = config.backbone if config.backbone in BACKBONES else str(Path(config.backbone).expanduser().resolve())
     return dataclasses.replace(config, backbone=backbone,
                                precision=resolve_precision(config.precision, default_device()))

@@ -27,7 +27,7 @@ from absa_lib.paths import ensure_writable, resolve_data_dir
 _H = "https://raw.githubusercontent.com/HSLCY/ABSA-BERT-pair/7d238eb8c772946b9e572373c144b11151e4187f/"
 _Q = ("https://raw.githubusercontent.com/frankaging/Quasi-Attention-ABSA/"
       "15979680286643d0a82b704966e5c393669981fa/")
-FIX = "run `absa data download --force` or set ABSA_DATA_DIR to a folder with the verified files"
+FIX = "run `absa data download` (it fetches every missing or bad file) or set ABSA_DATA_DIR to a folder with the verified files"
 
 
 @dataclass(frozen=True)
@@ -156,10 +156,11 @@ def verify(data_dir: str | os.PathLike | None = None) -> dict[str, str]:
             check_file(path, f)
             report[f.path] = "ok"
         except AbsaError as err:
-            problems.append(str(err))
+            problems.append((f.path, str(err)))
     if problems:
-        more = f" [and {len(problems) - 1} more bad file(s)]" if len(problems) > 1 else ""
-        raise AbsaError(problems[0] + more)
+        others = ", ".join(name for name, _ in problems[1:])
+        more = f" [and {len(problems) - 1} more bad file(s): {others}]" if len(problems) > 1 else ""
+        raise AbsaError(problems[0][1] + more)
     return report
 
 
@@ -220,7 +221,7 @@ def download(data_dir: str | os.PathLike | None = None, force: bool = False,
                 errors.append(f"{url}: {err}")
         else:
             raise AbsaError(f"could not download {f.path} ({f.size:,} bytes, sha256 {f.sha256}): "
-                            + "; ".join(errors) + f"; check the network, or place the file in {root} "
+                            + "; ".join(errors) + f"; check the network, or place the file at {target} "
                             "yourself (or set ABSA_DATA_DIR) and run `absa data verify`")
         _VERIFIED.pop(target, None)
         report[f.path] = "downloaded"

@@ -239,8 +239,12 @@ def read_split(path: Path, scheme: Scheme, split: str) -> list[D.Example]:
     header = [h.strip() for h in next(rows, (1, []))[1]]
     expected = ["id", "text", *(["target"] if scheme.targets else []), "aspect", "sentiment"]
     if sorted(header) != sorted(expected):
-        raise AbsaError(f"{path}: header {','.join(header) or '(empty file)'}; expected the columns "
-                        f"{','.join(expected)}" + ("" if scheme.targets else
+        faults = {"missing": [c for c in expected if c not in header],
+                  "not expected": list(dict.fromkeys(h for h in header if h not in expected)),
+                  "repeated": list(dict.fromkeys(h for h in header if h in expected and header.count(h) > 1))}
+        what = "; ".join(f"{fault}: {','.join(names)}" for fault, names in faults.items() if names)
+        raise AbsaError(f"{path}: header {','.join(header) or '(empty file)'} ({what}); expected the columns "
+                        f"{','.join(expected)}, in any order, and no others" + ("" if scheme.targets else
                                                    " (a target column needs 'targets' in dataset.json)"))
     col = {name: header.index(name) for name in expected}
     texts: dict[str, tuple[str, int]] = {}              # id -> (text, first line)

@@ -163,7 +163,7 @@ def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[tuple[int,
     missing = [c for c in (*key_columns(dataset), *label_columns(dataset)) if c not in header]
     if missing:
         raise AbsaError(f"{path}: missing column(s) {','.join(missing)}; a {dataset} prediction file has "
-                        f"the header {','.join(columns(dataset))}")
+                        f"the header {','.join(columns(dataset))} (gold optional), as a run's predictions_test.csv")
     if len(set(header)) != len(header):
         raise AbsaError(f"{path}: duplicate column names in the header {','.join(header)}")
     return header, rows

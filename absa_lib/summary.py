@@ -13,6 +13,7 @@ be read, and runs still training are listed by name, never counted.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -82,8 +83,22 @@ def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
         fields = sorted({k for values, _ in members for k in values})
         differ = [k for k in fields if len({values.get(k) for values, _ in members}) > 1]
         for values, group in members:
-            out[f"{name} [{' '.join(f'{k}={_shown(values[k])}' for k in differ if k in values)}]"] = group
+            shown = " ".join(_difference(k, values, [m for m, _ in members]) for k in differ if k in values)
+            out[f"{name} [{shown}]"] = group
     return out
+
+
+def _difference(field: str, values: dict, others: list[dict]) -> str:
+    """``field=value`` for a row name; of a mapping (``data_sha256``: a checksum per file) only the
+    entries that differ between the rows, each as ``field.key=value``, checksums cut to 12 digits."""
+    value = json.loads(values[field])
+    if not isinstance(value, dict):
+        return f"{field}={_shown(values[field])}"
+    mappings = [m for m in (json.loads(o[field]) for o in others if field in o) if isinstance(m, dict)]
+    keys = [k for k in sorted(value) if len({json.dumps(m.get(k), sort_keys=True) for m in mappings}) > 1]
+    def short(v):
+        return v[:12] if isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) else json.dumps(v, sort_keys=True)
+    return " ".join(f"{field}.{k}={short(value[k])}" for k in keys) or f"{field}={_shown(values[field])}"
 
 
 def unfinished_runs(runs_dir: str | Path) -> list[str]:
@@ -171,8 +186,12 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     for folder in folders:
         if not folder.is_dir():
             raise AbsaError(f"{folder}: not a folder; give the folder that `absa train --out` wrote to")
+    named: dict[str, Path] = {}
     for folder in own_folders:
-        register_dataset(folder)
+        name = register_dataset(folder)
+        if named.setdefault(name, Path(folder).resolve()) != Path(folder).resolve():   # one would hide the other
+            raise AbsaError(f"--data {named[name]} and {folder} both hold dataset {name!r}; give one folder per "
+                            "dataset name (summarise the other's runs in a second call)")
     runs = list({r.path.resolve(): r for folder in folders for r in find_runs(folder)}.values())
     unfinished = list(dict.fromkeys(u for folder in folders for u in unfinished_runs(folder)))
     if not runs and not unfinished:

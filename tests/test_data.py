@@ -173,7 +173,7 @@ def test_constants():
 
 
 @pytest.mark.parametrize("source, message", [
-    ("malformed/bad_json.json", r"sentihood-train\.json: not valid JSON .*absa data download --force"),
+    ("malformed/bad_json.json", r"sentihood-train\.json: not valid JSON .*absa data download` \(it fetches every missing or bad file\)"),
     ("malformed/unknown_label.json", r"sentence id 7: opinion field 'sentiment' has unknown value 'Neutral'"),
     ("malformed/unknown_aspect.json", r"sentence id 7: opinion field 'aspect' has unknown value 'weather'"),
     ("malformed/absent_target.json", r"'target_entity' has unknown value 'LOCATION2'; expected one of LOCATION1"),
@@ -205,7 +205,7 @@ def test_missing_and_unverified_files(tmp_path, fixtures_dir):
     rel = "sentihood/sentihood-dev.json"
     root = _fixture_copy(tmp_path, fixtures_dir, "data/" + rel, rel)
     with pytest.raises(AbsaError, match=r"sentihood-dev\.json is too short \(truncated or edited\): 164 bytes, expected 252,786 "
-                                        r"\(sha256 f0262cbe.*\); run `absa data download --force`"):
+                                        r"\(sha256 f0262cbe.*\); run `absa data download` \(it fetches every missing or bad file\)"):
         D.load_examples("sentihood", "dev", root)
 
 

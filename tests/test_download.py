@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.server
+import re
 import threading
 from functools import partial
 from pathlib import Path
@@ -88,7 +89,9 @@ def test_verify_real_data(real_data_dir):
 
 def test_verify_reports_missing_truncated_and_corrupted(tmp_path, real_data_dir):
     message = (r"sentihood-train\.json is missing \(expected 1,013,925 bytes, sha256 46bb48d0[0-9a-f]{56}\); "
-               r"run `absa data download --force` or set ABSA_DATA_DIR .*\[and 4 more bad file\(s\)\]$")
+               r"run `absa data download` \(it fetches every missing or bad file\) or set ABSA_DATA_DIR .*"
+               r"\[and 4 more bad file\(s\): sentihood/sentihood-dev\.json, sentihood/sentihood-test\.json, "
+               r"semeval2014/Restaurants_Train\.xml, semeval2014/Restaurants_Test_Gold\.xml\]$")
     with pytest.raises(AbsaError, match=message) as err:
         DL.verify(tmp_path)
     assert "\n" not in str(err.value)
@@ -148,7 +151,8 @@ def test_checksum_mismatch_leaves_nothing(tmp_path, fixtures_dir, monkeypatch, s
     monkeypatch.setattr(DL, "FILES", _pins(fixtures_dir, server[0], sha256="0" * 64))
     message = (r"could not download sentihood/sentihood-train\.json \(723 bytes, sha256 0{64}\): "
                r"http://127\.0\.0\.1:\d+/sentihood/sentihood-train\.json: sha256 [0-9a-f]{64}, "
-               r"expected 0{64}; .*ABSA_DATA_DIR")
+               r"expected 0{64}; check the network, or place the file at "
+               + re.escape(str(tmp_path / "sentihood" / "sentihood-train.json")) + r" yourself .*ABSA_DATA_DIR")
     with pytest.raises(AbsaError, match=message):
         DL.download(tmp_path)
     assert _leftovers(tmp_path) == []

@@ -769,3 +769,11 @@ def test_the_cli_turns_an_unreadable_safetensors_file_into_one_line(capsys, monk
     (tmp_path / "x.safetensors").write_bytes(b"\xff" * 16)
     monkeypatch.setattr(info, "run", lambda args: load_file(tmp_path / "x.safetensors"))
     refused(capsys, ["info", "--model", "qacg-bert", "--backbone", "tiny"], "a safetensors file cannot be read")
+
+
+def test_a_misspelt_backbone_is_named_as_typed(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                 # it was named as <working folder>/minlm
+    argv = [*TINY, "--out", str(tmp_path / "runs")]
+    argv[argv.index("tiny")] = "minlm"
+    refused(capsys, ["train", *argv], "backbone 'minlm' is neither one of")
+    assert not (tmp_path / "runs").exists()

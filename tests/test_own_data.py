@@ -161,9 +161,15 @@ def test_files_saved_with_a_byte_order_mark_are_read(phones):
 
 def test_missing_files_and_wrong_columns_are_refused(phones):
     (phones / "dev.csv").write_text("id,text,aspect,sentiment\nd1,x,battery,positive\n")
-    with pytest.raises(AbsaError, match=r"dev.csv: header id,text,aspect,sentiment; expected the columns "
-                                        r"id,text,target,aspect,sentiment"):
+    with pytest.raises(AbsaError, match=r"dev.csv: header id,text,aspect,sentiment \(missing: target\); expected "
+                                        r"the columns id,text,target,aspect,sentiment, in any order, and no others"):
         own_data.register_dataset(phones)
+    for header, fault in (("id,text,target,aspect,sentiment,note", "not expected: note"),   # named now
+                          ("id,text,text,target,aspect,sentiment", "repeated: text"),
+                          ("id,text,target,aspects,sentiment", "missing: aspect; not expected: aspects")):
+        (phones / "dev.csv").write_text(header + "\n")
+        with pytest.raises(AbsaError, match=rf"dev.csv: header {header} \({fault}\); expected the columns"):
+            own_data.register_dataset(phones)
     (phones / "dev.csv").unlink()
     with pytest.raises(AbsaError, match=r"dev.csv: missing"):
         own_data.register_dataset(phones)
@@ -233,6 +239,9 @@ def test_a_run_predicts_without_its_data_folder(trained, phones):
     assert all(set(p["probabilities"]) == {"none", "positive", "negative"} for p in out["predictions"])
     chosen = predict_text(run, "It is cheap.", targets=["case"])["predictions"]
     assert [p["target"] for p in chosen] == ["case"] * 3
+    spelt = predict_text(run, "It is cheap.", targets=["Case", "CASE"])["predictions"]   # any case, as in text
+    assert [p["target"] for p in spelt] == ["case"] * 3
+    assert [p["probabilities"] for p in spelt] == [p["probabilities"] for p in chosen]
     with pytest.raises(AbsaError, match="none of the targets phone, case occurs in the text"):
         predict_text(run, "The battery is great.")
     with pytest.raises(AbsaError, match=r"--targets 'LOCATION1': expected one of phone, case"):
@@ -298,6 +307,8 @@ def test_the_cli_checks_trains_and_predicts_a_folder_without_targets(phones, tmp
                                                          for a in ("battery", "screen", "price")]
     assert main(["predict", "--run", run, "The screen is dim.", "--targets", "phone"]) == 2
     assert "declares no targets" in capsys.readouterr().err
+    assert main(["predict", "--run", run, " "]) == 2            # not SentiHood's example
+    assert capsys.readouterr().err.strip() == "absa: error: the text is empty; give a review sentence"
     assert main(["evaluate", "--dataset", str(folder), "--split", "dev", "--predictions",
                  f"{run}/predictions_dev.csv"]) == 0
     scores = json.loads(capsys.readouterr().out)
@@ -388,3 +399,7 @@ def test_a_summary_of_your_runs_shows_your_metrics_and_your_trivial_rows(trained
     text, frame = summarize(trained.path.parents[2], ("dev_best",), own_folders=(edited,))
     assert list(frame["source"]) == ["ours"]
     assert f"were trained on other files than those in {edited}; give the folder they were trained on" in text
+    with pytest.raises(AbsaError, match=f"^--data {phones.resolve()} and {edited} both hold dataset 'phones'; "
+                       "give one folder per dataset name"):      # the last one named hid the first
+        summarize(trained.path.parents[2], ("dev_best",), own_folders=(phones, edited))
+    assert summarize(trained.path.parents[2], ("dev_best",), own_folders=(phones, phones))[1].shape[0] == 3

@@ -242,3 +242,14 @@ def test_evaluate_errors_are_one_line(tmp_path, capsys, real_data_dir):
                "--data-dir", str(real_data_dir)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "sentihood test example" in err
+
+
+def test_evaluate_help_gives_each_benchmark_header(capsys):
+    from absa_lib.cli import main
+    from absa_lib.predictions import columns
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    for dataset in ("sentihood", "semeval"):
+        assert ",".join(c for c in columns(dataset) if c != "gold") in text

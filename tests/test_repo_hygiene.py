@@ -5,6 +5,7 @@ environment.yml, binder/); run_all.sh."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import stat
@@ -140,6 +141,24 @@ def test_run_all_makes_relative_paths_absolute_before_it_changes_folder(tmp_path
     assert seen and set(seen) == {f"{tmp_path / 'work'}/../shared/data|~/runs|/opt/minilm"}
 
 
+def test_run_all_imports_its_own_checkout_whatever_the_venv_has_installed(tmp_path):
+    # a venv shared with another checkout (ABSA_VENV) had that checkout's absa_lib installed, so the
+    # notebooks read and wrote the other checkout's results/ and figures/
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "seen.txt"
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$PYTHONPATH" >> {log}\nexit 1\n')
+    (venv / "bin" / "python").chmod(0o755)
+    declared = (ROOT / "pyproject.toml").read_bytes() + (ROOT / "scripts" / "ensure_venv.sh").read_bytes()
+    (venv / ".absa-stamp").write_text(hashlib.sha256(declared).hexdigest()[:16] + "-test\n")   # nothing to install
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ABSA_PYTHON")} | {"ABSA_VENV": str(venv)}
+    res = subprocess.run(["bash", str(ROOT / "run_all.sh"), "smoke"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode != 0                                        # the stand-in stopped it
+    seen = log.read_text().splitlines()
+    assert seen and all(p.split(":")[0] == str(ROOT) for p in seen), seen
+
+
 @pytest.mark.usefixtures("real_data_dir")
 def test_run_all_checks_the_data_before_the_grid_trains(tmp_path):
     # a fresh clone used to train the grid before any notebook fetched the data: every cell failed
@@ -205,3 +224,29 @@ def test_readme_code_map_names_every_module_and_only_existing_ones():
     everything = {p.name for p in package.rglob("*.py")}
     named = set(re.findall(r"([A-Za-z_]+\.py)`", code_map))
     assert sorted(named - everything) == [], "the code map names modules that do not exist"
+
+
+def _expand(pattern: str) -> list[str]:
+    """`a_{x,y}.{csv,md}` -> a_x.csv, a_x.md, a_y.csv, a_y.md (brace groups, as the README writes them)."""
+    m = re.search(r"\{([^}]*)\}", pattern)
+    return [p for alt in m.group(1).split(",") for p in _expand(pattern[:m.start()] + alt + pattern[m.end():])] \
+        if m else [pattern]
+
+
+def test_readme_notebook_table_lists_every_file_the_manifest_gives_each_notebook():
+    import fnmatch
+    import json
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## The notebooks: which paper result comes from where")
+    rows = [line for line in readme[start:readme.index("\n## ", start + 1)].splitlines() if "notebooks/0" in line]
+    listed = {}
+    for row in rows:
+        notebook = re.search(r"notebooks/(0\d_\w+)\.ipynb", row).group(1)
+        output = row.rstrip(" |").rsplit(" | ", 1)[1]
+        listed[notebook] = [p for code in re.findall(r"`([^`]+)`", output) for p in _expand(code)]
+    manifest = json.loads((ROOT / "results" / "MANIFEST.json").read_text())["files"]
+    missing = sorted(f"{entry['notebook']}: {path}" for path, entry in manifest.items()
+                     if not any(fnmatch.fnmatch(path, p) or (p.endswith("/") and path.startswith(p))
+                                for p in listed.get(entry["notebook"], [])))
+    assert len(listed) == 6 and missing == []

@@ -80,6 +80,7 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "1"
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "99", "--list"]) == 2
     assert "--cell 99 is out of range" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()               # listing and counting made the runs folder
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "started" in out and "done in" in out

@@ -105,6 +105,23 @@ def test_other_backbone_weights_are_another_row_named_by_the_field(tmp_path, rea
     assert row(text, f"{name} [backbone_fingerprint=f9bd6085d3165343]")[1] == "43"
 
 
+def test_rows_on_other_data_are_named_by_the_files_that_differ(tmp_path):
+    # your own data edited between two runs: the whole checksum mapping made a name of ~400 characters
+    import dataclasses
+
+    from absa_lib.runs import load_run
+    from absa_lib.summary import group_runs
+
+    run = load_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6")
+    sums = run.config["data_sha256"]
+    edited = {**sums, sorted(sums)[0]: "ab" * 32}
+    other = dataclasses.replace(run, config={**run.config, "data_sha256": edited, "run_id": "x"})
+    names = sorted(group_runs([run, other]))
+    key = sorted(sums)[0]
+    assert names == sorted(f"qacg-bert (no aux) joint-dwa (paper), minilm, 25 epochs [data_sha256.{key}={v[:12]}]"
+                           for v in (sums[key], "ab" * 32))
+
+
 def test_a_run_still_training_is_named_and_not_counted(tmp_path, real_data_dir):
     run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "runs")
     metrics = json.loads((run / "metrics.json").read_text())

@@ -382,6 +382,11 @@ def test_predict_texts_refuses_a_string_or_mismatched_names(first_run):
         predict_texts(first_run.path, ["LOCATION1 is nice", "LOCATION2 too"], names=["a"])
     with pytest.raises(AbsaError, match="text 2: a SentiHood model needs"):
         predict_texts(first_run.path, ["LOCATION1 is nice", "the area is nice"])
+    with pytest.raises(AbsaError, match=r"LOCATION1 \(and LOCATION2, upper case\) .*\(or name the places with "
+                                        r"--locations, e.g. --locations Camden Brixton\)$"):
+        predict_texts(first_run.path, ["location1 is nice"])
+    with pytest.raises(AbsaError, match=r"text 1: the text is empty; give a review sentence, e.g. \"LOCATION1"):
+        predict_texts(first_run.path, ["  "])
 
 
 def test_predict_out_needs_a_file(first_run, capsys):

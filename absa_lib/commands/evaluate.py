@@ -15,8 +15,13 @@ from absa_lib.commands import DATA_DIR_HELP, print_json
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score a prediction CSV with the paper's metrics",
-                       description="Score a prediction CSV (absa_lib.predictions format) against a "
-                       "dataset split with the metrics of the paper's Tables 1 and 2, printed as JSON.")
+                       description="Score a prediction CSV against a dataset split with the metrics of the "
+                       "paper's Tables 1 and 2, printed as JSON. The CSV has a row per example, in any order, "
+                       "as every run's predictions_<split>.csv: id,target,aspect,p_none,p_positive,p_negative "
+                       "for SentiHood; id,aspect,p_positive,p_neutral,p_negative,p_conflict,p_none for "
+                       "SemEval (id,aspect or id,target,aspect, then p_none and p_<sentiment> for a dataset "
+                       "of your own); an optional gold column is checked against the dataset. The p_ columns "
+                       "are softmax probabilities (each row sums to 1).")
     p.add_argument("--dataset", required=True,
                    help="sentihood | semeval | a folder of your own data (docs/own_data.md)")
     p.add_argument("--split", required=True, choices=("train", "dev", "test"))

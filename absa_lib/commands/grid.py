@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         raise AbsaError(f"profile {name!r} does not train (allow_training: false); nothing to run")
     cells = select(profile_cells(params, tuple(args.part)), args.model, args.seed,
                    f"profile {name!r} in --part {' '.join(args.part)}")
-    runs_dir, data_dir = resolve_dir(params["runs_dir"]), params.get("data_dir") or None
+    trains = not (args.count or args.list or args.export)      # the others only read: no folder made
+    runs_dir, data_dir = resolve_dir(params["runs_dir"], create=trains), params.get("data_dir") or None
     if args.cell is not None:               # --list, --count and --export too speak of that cell alone
         if args.cell >= len(cells):
             raise AbsaError(f"--cell {args.cell} is out of range: profile {name!r} has {len(cells)} cells (0-{len(cells) - 1})")

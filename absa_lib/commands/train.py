@@ -17,7 +17,9 @@ _DEFAULTS = SimpleNamespace(**{name: f.default for name, f in TrainConfig.__data
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a model; prints the run folder and its dev/test metrics",
                        description="Train a model. A run with the same configuration is returned from "
-                       "the cache instantly (unless --force); an interrupted run resumes.")
+                       "the cache instantly (unless --force); an interrupted run resumes. The defaults are "
+                       "the paper's hyper-parameters (25 epochs: for SentiHood, hours on a CPU); for a first try give "
+                       "--epochs 1, or --max-train-examples N.")
     p.add_argument("--dataset", required=True, help="sentihood | semeval | a folder of your own data "
                    "(dataset.json, train.csv, dev.csv, test.csv: docs/own_data.md)")
     p.add_argument("--model", required=True, help="bert-single | bert-pair | cg-bert | qacg-bert | atae-lstm | "
@@ -27,11 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="input variant: NLI-M (default; 'single' for bert-single) | QA-M | NLI-B | QA-B | none | single")
     p.add_argument("--backbone", default=_DEFAULTS.backbone,
                    help="bert-base-uncased | minilm (default, offline) | bert-base-random | tiny | a local folder")
-    p.add_argument("--seed", type=int, default=_DEFAULTS.seed)
-    p.add_argument("--epochs", type=int, default=_DEFAULTS.epochs)
-    p.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size)
-    p.add_argument("--lr", type=float, default=_DEFAULTS.lr)
-    p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length)
+    p.add_argument("--seed", type=int, default=_DEFAULTS.seed, help="default: %(default)s")
+    p.add_argument("--epochs", type=int, default=_DEFAULTS.epochs, help="default: %(default)s, the paper's")
+    p.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size, help="default: %(default)s")
+    p.add_argument("--lr", type=float, default=_DEFAULTS.lr, help="default: %(default)s")
+    p.add_argument("--max-length", type=int, default=_DEFAULTS.max_length, help="tokens (default: %(default)s)")
     p.add_argument("--sampler", default=_DEFAULTS.sampler,
                    help="uniform (default) | balanced (official code) | per-context (bert-single only: each batch "
                    "from one context, as in Sun et al.'s separate runs; the tables' bert-single rows use it)")
@@ -40,10 +42,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(joint with dynamic task weights from the dev losses)")
     p.add_argument("--max-train-examples", type=int, default=None, help="train on a seeded subset")
     p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate on the first K dev/test examples")
-    p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size)
-    p.add_argument("--weight-decay", type=float, default=_DEFAULTS.weight_decay)
-    p.add_argument("--adam-eps", type=float, default=_DEFAULTS.adam_eps)
-    p.add_argument("--max-grad-norm", type=float, default=_DEFAULTS.max_grad_norm)
+    p.add_argument("--eval-batch-size", type=int, default=_DEFAULTS.eval_batch_size, help="default: %(default)s")
+    p.add_argument("--weight-decay", type=float, default=_DEFAULTS.weight_decay, help="default: %(default)s")
+    p.add_argument("--adam-eps", type=float, default=_DEFAULTS.adam_eps, help="default: %(default)s")
+    p.add_argument("--max-grad-norm", type=float, default=_DEFAULTS.max_grad_norm,
+                   help="global gradient norm clip (default: %(default)s)")
     p.add_argument("--warmup", type=float, default=_DEFAULTS.warmup, help="fraction of steps with linear warm-up")
     p.add_argument("--schedule", default=_DEFAULTS.schedule,
                    help="after warm-up: linear (default, the paper's: decay to 0) | constant")
