@@ -25,6 +25,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 from absa_lib.errors import AbsaError
@@ -36,6 +39,24 @@ def batch_inputs(model, batch: dict) -> dict:
     """The model's inputs of a ``features.collate`` batch (labels and the rest left out), on its device."""
     device = next(model.parameters()).device
     return {k: batch[k].to(device) for k in _INPUTS if batch.get(k) is not None}
+
+
+@contextmanager
+def eval_mode(model) -> Iterator[None]:
+    """The model in eval mode (no dropout) inside the block, in the mode it had after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def predicted_ids(model, batch: dict) -> list[int]:
+    """The model's predicted label id for each row of ``batch``, in eval mode."""
+    with eval_mode(model):
+        return model(**batch_inputs(model, batch)).logits.argmax(-1).tolist()
 
 
 @torch.no_grad()
@@ -56,12 +77,8 @@ def extract_components(model, batch: dict) -> list[dict[str, torch.Tensor]]:
     if not getattr(model, "uses_context", False):
         name = getattr(model, "name", type(model).__name__)
         raise AbsaError(f"attention components exist for cg-bert and qacg-bert only, not {name}")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         out = model(**batch_inputs(model, batch), output_components=True)
-    finally:
-        model.train(was_training)
     return [{k: v.detach().contiguous() for k, v in layer.items()} for layer in out.components]
 
 
@@ -89,17 +106,14 @@ def gradient_sensitivity(model, batch: dict, target_class: int | torch.Tensor) -
         return output
 
     handle = model.bert.embeddings.register_forward_hook(keep)
-    was_training = model.training
-    model.eval()
     try:
-        with torch.enable_grad():
+        with eval_mode(model), torch.enable_grad():
             logits = model(**inputs).logits                                   # z: (B, C)
             target = torch.as_tensor(target_class, device=logits.device).expand(logits.size(0))
             z_c = logits.gather(1, target[:, None].long()).sum()              # examples are independent
             (grad,) = torch.autograd.grad(z_c, captured["E"])                # (B, T, d)
     finally:
         handle.remove()
-        model.train(was_training)
     relevance = grad.float().pow(2).sum(-1) * inputs["attention_mask"].float()  # (B, T)
     return (relevance / relevance.amax(dim=1, keepdim=True).clamp_min(1e-30)).cpu()
 
@@ -128,16 +142,12 @@ def context_signal(model, batch: dict, num_contexts: int) -> dict[str, float]:
     if missing:
         raise AbsaError(f"context signal: the batch has no {missing[0]!r}; give a batch from features.collate")
     inputs = batch_inputs(model, batch)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         with torch.no_grad():
             every = torch.stack([model(**{**inputs, "context_ids": torch.full_like(inputs["context_ids"], c)}).logits
                                  for c in range(num_contexts)])                     # (K, B, C)
         loss = torch.nn.functional.cross_entropy(model(**inputs).logits, batch["labels"].to(every.device))
         (grad,) = torch.autograd.grad(loss, table.weight)                          # (K, d)
-    finally:
-        model.train(was_training)
     return {"logit_sd_contexts": every.std(0).mean().item(), "logit_sd_sentences": every.std(1).mean().item(),
             "grad_context_embedding": grad.norm().item()}
 
@@ -178,12 +188,8 @@ def extract_attention(model, batch: dict) -> dict[str, torch.Tensor]:
         Always ``token_weights`` (B, T); MAN also ``beta`` (B, k, T) and ``self_attention``
         (B, k, T, T); OA ``oa`` (B, h, T, m) and ``self_attention`` (B, h, T, T) of its last block.
     """
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         out = model(**batch_inputs(model, batch))
-    finally:
-        model.train(was_training)
     if not out.attentions:
         name = getattr(model, "name", type(model).__name__)
         raise AbsaError(f"{name} returns no attention maps (AE-LSTM and the plain BERT models have none)")

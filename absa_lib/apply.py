@@ -21,7 +21,9 @@ from pathlib import Path
 from absa_lib import data as D
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_examples
+from absa_lib.fileio import decode_utf8
 from absa_lib.inference import class_probabilities, predict_probs
+from absa_lib.predictions import label_columns
 from absa_lib.runs import Run, load_run
 
 
@@ -134,12 +136,7 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
                         "line") from None
     except OSError as err:
         raise AbsaError(f"{name}: cannot be read ({err.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise AbsaError(f"{name}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
-                        "as UTF-8") from None
+    text = decode_utf8(raw, name)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")   # numbered as editors number them
     sentences = [(i, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
     if not sentences:
@@ -263,8 +260,7 @@ def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     keys = [k for k in ("target", "location") if any(k in row for r in results for row in r["predictions"])]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["line", *keys, "aspect", "label", *(f"p_{lab.lower()}" for lab in labels),
-                     "truncated", "text"])
+    writer.writerow(["line", *keys, "aspect", "label", *label_columns(dataset), "truncated", "text"])
     for line, result in zip(lines, results, strict=True):
         for row in result["predictions"]:
             writer.writerow([line, *(row[k] for k in keys), row["aspect"], row["label"],

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from absa_lib import data as D
-from absa_lib.analysis import extract_components, gradient_sensitivity, token_attention
+from absa_lib.analysis import extract_components, gradient_sensitivity, predicted_ids, token_attention
 from absa_lib.errors import AbsaError
 from absa_lib.features import encode_batch
 
@@ -36,15 +36,6 @@ HIST_RANGES = {"a_hat": (-1.0, 2.0), "lambda_a": (-1.0, 1.0), "a_self": (0.0, 1.
                "quasi_term": (-1.0, 1.0)}
 HIST_KEYS = tuple(HIST_RANGES)
 FIG4_BINS = 50
-
-
-@torch.no_grad()
-def _predicted_ids(model, batch: dict) -> list[int]:
-    """The model's predicted label id for each row of ``batch``."""
-    model.eval()
-    keys = ("input_ids", "attention_mask", "token_type_ids", "context_ids")
-    device = next(model.parameters()).device
-    return model(**{k: batch[k].to(device) for k in keys}).logits.argmax(-1).tolist()
 
 
 def find_example(examples: list, key: tuple):
@@ -74,7 +65,7 @@ def relevance_data(model, tokenizer, examples: list, panels: list[dict], aux: st
         exs = [find_example(examples, (panel["sentence_id"], t, a)) for t, a in panel["contexts"]]
         batch, tokens = encode_batch(exs, aux, tokenizer, max_length)
         rel = gradient_sensitivity(model, batch, torch.tensor([ex.label_id for ex in exs]))   # (B, T)
-        pred = _predicted_ids(model, batch)
+        pred = predicted_ids(model, batch)
         keep = (batch["token_type_ids"][0] == 0) & (batch["attention_mask"][0] == 1)        # (T,)
         n = int(keep.sum())
         rows, contexts = {}, []
@@ -93,7 +84,8 @@ def histogram_counts(values: np.ndarray, lo: float, hi: float, bins: int = FIG4_
 
     Returns:
         ``{"edges": [bins+1], "counts": [bins], "below": int, "above": int, "n": int, "min", "max",
-        "mean", "fraction_negative"}`` (JSON-serialisable; adding two such dicts = pooling the data).
+        "sum", "negative"}`` (JSON-serialisable; sums and counts, so adding two such dicts pools the
+        data; the mean is ``sum / n``).
     """
     values = np.asarray(values, dtype=np.float64).ravel()
     edges = np.linspace(lo, hi, bins + 1)
@@ -215,7 +207,7 @@ def attention_example(model, tokenizer, example, aux: str = "none", max_length: 
     head = int(sums["quasi_term"].min(dim=-1).values.argmin())
     labels = D.LABELS[example.dataset]
     return {"sentence_id": example.sentence_id, "target": example.target, "aspect": example.aspect,
-            "gold": example.label, "predicted": labels[_predicted_ids(model, batch)[0]], "text": example.text,
+            "gold": example.label, "predicted": labels[predicted_ids(model, batch)[0]], "text": example.text,
             "layer": layer, "tokens": tokens[0], "head": head,
             **{k: [[round(float(x), 6) for x in h] for h in v] for k, v in sums.items()}}
 
@@ -243,9 +235,7 @@ def attention_comparison(models: dict, tokenizer, example, max_length: int = 128
     rows, predicted = {}, {}
     for label, model in models.items():
         rows[label] = [round(float(x), 6) for x in token_attention(model, batch)[0]]
-        with torch.no_grad():
-            logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
-        predicted[label] = D.LABELS[example.dataset][int(logits.argmax(-1)[0])]
+        predicted[label] = D.LABELS[example.dataset][predicted_ids(model, batch)[0]]
     return {"sentence_id": example.sentence_id, "target": example.target, "aspect": example.aspect,
             "gold": example.label, "text": example.text, "tokens": tokens[0], "rows": rows, "predicted": predicted}
 

@@ -72,6 +72,17 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n").encode())
 
 
+def decode_utf8(raw: bytes, name: str) -> str:
+    """A file's bytes as text (UTF-8; a byte-order mark, as Notepad writes it, dropped); else one
+    line naming the file, the line and the byte."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise AbsaError(f"{name}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
+                        "as UTF-8") from None
+
+
 def csv_rows(text: str, path: Path) -> Iterator[tuple[int, list[str]]]:
     """The rows of a CSV text, each with the line it starts on. Strict: a quote that is opened and
     not closed where a field ends, or a line break inside a field (most often the same mistake: a

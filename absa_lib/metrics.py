@@ -277,9 +277,9 @@ def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
     the paper's Table 2 reports as F1 (its sd is shown as "(-)"; here nan).
 
     Args:
-        runs: one metrics dict per run, each with every key of ``METRIC_KEYS[dataset]`` (extra
-            keys are ignored).
-        dataset: "sentihood" or "semeval".
+        runs: one metrics dict per run, each with every key of :func:`metric_keys` of ``dataset``
+            (extra keys are ignored).
+        dataset: a benchmark, or a dataset of your own registered in this process.
 
     Returns:
         ``{"n": number of runs, "mean": {metric: float}, "sd": {metric: float}}``. With a single

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import torch
 
 from absa_lib.config import TrainConfig
-from absa_lib.models.attention import NEW_MODULES
+from absa_lib.models.attention import new_module
 
 # Parameters outside the pretrained encoder: the classifier, the pooler (MiniLM's was never trained
 # for classification) and the context layers of CG/QACG. ``head_lr_mult`` scales their learning rate.
@@ -51,8 +51,7 @@ def is_head(name: str) -> bool:
     """The classifier, pooler and context layers (bert-single: of each of its ``models.<k>.``)."""
     if name.startswith("models."):
         name = name.split(".", 2)[-1]
-    leaf = name.split(".attention.self.")[-1].split(".")[0]
-    return name.startswith(HEAD_PREFIXES) or (".attention.self." in name and leaf in NEW_MODULES)
+    return name.startswith(HEAD_PREFIXES) or new_module(name) is not None
 
 
 def lr_factor(step: int, total: int, warmup: float, schedule: str = "linear") -> float:

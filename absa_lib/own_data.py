@@ -34,7 +34,7 @@ from pathlib import Path
 from absa_lib import data as D
 from absa_lib.download import file_sha256
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import csv_rows
+from absa_lib.fileio import csv_rows, decode_utf8
 
 SCHEME_FILE = "dataset.json"
 SPLIT_FILES = {split: f"{split}.csv" for split in D.SPLITS}
@@ -227,12 +227,7 @@ def read_split(path: Path, scheme: Scheme, split: str) -> list[D.Example]:
     """The examples of one CSV file: for each sentence (in file order), each of its targets (declared
     order; without targets one group) and each aspect (declared order), its sentiment or ``none``."""
     try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
-        raise AbsaError(f"{path}: line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file "
-                        "as UTF-8") from None
+        text = decode_utf8(path.read_bytes(), str(path))
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror})") from None
     rows = csv_rows(text, path)

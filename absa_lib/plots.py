@@ -259,7 +259,7 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
     """Horizontal bars (mean ± sd over seeds) of one metric per ablation variant.
 
     Args:
-        df: from :func:`absa_lib.tables.ablation_table` (columns ``variant``, ``selection``,
+        df: from :func:`absa_lib.variant_tables.ablation_table` (columns ``variant``, ``selection``,
             ``<metric>``, ``<metric>_sd``, and ``n_seeds`` when known).
         floor: ``(name, value)`` of the best trivial predictor on this metric, drawn as a dashed line.
     """

@@ -37,7 +37,7 @@ import numpy as np
 
 from absa_lib.data import LABELS, known, targets_of
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import atomic_write_bytes, csv_rows
+from absa_lib.fileio import atomic_write_bytes, csv_rows, decode_utf8
 
 SUM_TOLERANCE = 0.01     # |sum of a row's probabilities - 1| allowed
 
@@ -149,12 +149,12 @@ def read_predictions(path: str | Path, examples) -> np.ndarray:
 def _read_rows(path: Path, dataset: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """The file's header (checked: every key and label column, no duplicates) and its data rows."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = decode_utf8(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise AbsaError(f"{path}: prediction file not found; write it with absa_lib.predictions."
                         "write_predictions or train a run") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise AbsaError(f"{path}: cannot read the prediction file as UTF-8 text ({err})") from None
+    except OSError as err:
+        raise AbsaError(f"{path}: cannot read the prediction file ({err.strerror})") from None
     rows = csv_rows(text, path)
     header = next(rows, (1, None))[1]
     if not header:

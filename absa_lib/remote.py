@@ -658,7 +658,7 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
                 atomic_write_bytes(reference / name, files[name])
     verb = "would add" if dry_run else "added"
     for run in new:
-        log(f"[import] {verb} {describe(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
+        log(f"[import] {verb} {import_line(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
     for name in arrays:
         before = replaced[name]
         log(f"[import] {verb} {name}: {sources_text(metas[name])}" + (f", replacing {sources_text(before)}" if before else ""))
@@ -666,7 +666,7 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
     return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
 
 
-def describe(config: dict, run_id: str) -> str:
+def import_line(config: dict, run_id: str) -> str:
     """``sentihood qacg-bert (aux none) seed 44, minilm, 25 epochs, run 0123456789ab``."""
     subset = f", {config['max_train_examples']} training examples" if config.get("max_train_examples") else ""
     return (f"{config['dataset']} {config['model']} (aux {config['aux']}) seed {config['seed']}, {config['backbone']}, "

@@ -184,10 +184,6 @@ class Run:
         return {"absa_model": self.config["model"], "num_labels": sizes["num_labels"],
                 "num_contexts": sizes["num_contexts"], "absa_backbone": self.config["backbone"]}
 
-    def summary(self, protocol: str = "dev_best") -> dict:
-        sel = self.selected(protocol)
-        return {"run": str(self.path), "run_id": self.run_id, "cached": self.cached,
-                "selection": protocol, "epoch": sel["epoch"], "dev": sel.get("dev"), "test": sel.get("test")}
 
 
 def select_epochs(epochs: list[dict], sel_metric: str) -> dict:

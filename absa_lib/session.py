@@ -136,13 +136,10 @@ def load_json(path: str | Path):
     return read_json(Path(path))
 
 
-def find_analysis(name: str, *folders_: Path) -> Path | None:
-    """The first ``<folder>/analysis/<name>`` that exists (own results first, then the reference)."""
-    for folder in folders_:
-        path = Path(folder) / "analysis" / name
-        if path.is_file():
-            return path
-    return None
+def find_analysis(name: str, folder: Path) -> Path | None:
+    """``<folder>/analysis/<name>`` (in the reference: arrays render can draw), if it exists."""
+    path = Path(folder) / "analysis" / name
+    return path if path.is_file() else None
 
 
 def compute_or_load(name: str, dirs: Folders, compute, can_compute: bool, meta: dict | None = None):

@@ -23,17 +23,17 @@ from absa_lib.errors import AbsaError
 from absa_lib.paper_numbers import DATASET_NAMES
 from absa_lib.runs import Run, describe, find_runs, run_folders
 from absa_lib.tables import (
+    OURS,
     PROTOCOL_LABELS,
     TRIVIAL,
-    aggregate_metrics,
     budget_columns,
     budget_footnotes,
     budget_label,
     format_cell,
     metric_columns,
     no_aspect_footnotes,
-    no_aspect_seeds,
     run_ids,
+    seed_cells,
     shared_eval_subset,
     trivial_baselines,
     trivial_values,
@@ -130,15 +130,12 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
     records = []
     for protocol in protocols:
         for name, group in group_runs([r for r in runs if r.config["dataset"] == dataset]).items():
-            chosen = [r.selected(protocol) for r in group]
-            tests = [c["test"] for c in chosen]
-            row = {"row": name, "source": "ours", "selection": protocol, "n_seeds": len(group),
-                   "seeds": " ".join(str(r.config.get("seed")) for r in group),
-                   "epochs_chosen": " ".join(str(c["epoch"]) for c in chosen), **budget_columns(group),
-                   "run_ids": run_ids(group), "no_aspect_seeds": no_aspect_seeds(dataset, group, tests)}
-            for key, (mean, sd) in aggregate_metrics(dataset, tests).items():
-                row[key], row[f"{key}_sd"] = mean, sd
-            records.append(row)
+            cells, no_aspect = seed_cells(dataset, group, protocol)
+            records.append({"row": name, "source": OURS, "selection": protocol, "n_seeds": len(group),
+                            "seeds": " ".join(str(r.config.get("seed")) for r in group),
+                            "epochs_chosen": " ".join(str(r.selected(protocol)["epoch"]) for r in group),
+                            **budget_columns(group), "run_ids": run_ids(group), "no_aspect_seeds": no_aspect,
+                            **cells})
     for name, metrics in (trivial or {}).items():
         records.append({"row": name, "source": TRIVIAL, "selection": "", "n_seeds": 0, "seeds": "",
                         "epochs_chosen": "", **budget_columns([]), "run_ids": "",
@@ -156,7 +153,7 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
     title = DATASET_NAMES.get(dataset, dataset)
     lines = [f"# {title}: test set, %, mean ± sd over seeds"
              + (" (F1 from the mean P and R, as the paper)" if dataset == "semeval" else ""), ""]
-    ours, trivial = df[df["source"] == "ours"], df[df["source"] == TRIVIAL]
+    ours, trivial = df[df["source"] == OURS], df[df["source"] == TRIVIAL]
     for protocol in dict.fromkeys(ours["selection"]):
         block = ours[ours["selection"] == protocol]
         header = ["Run", "Seeds", "Epochs chosen"] + [t for _, t, _ in columns]

@@ -39,6 +39,7 @@ PROTOCOL_LABELS = {
     "test_best": "test-best (official code's protocol: epoch chosen on the test set, optimistic)",
     "last": "last epoch",
 }
+OURS = "ours"           # source of a row of our runs
 REPORTED = "reported"   # source of a row that shows the paper's numbers only
 TRIVIAL = "trivial"     # source of a row computed from the test labels alone (the floor of every metric)
 
@@ -261,20 +262,28 @@ NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
 
 
+def seed_cells(dataset: str, runs: list, protocol: str, suffix: str = "") -> tuple[dict, str]:
+    """The cells of one row: ``runs`` (one configuration, its seeds) at the epochs ``protocol``
+    selects, as ``(cells, no-aspect seeds)``: per metric ``<m><suffix>`` the mean and
+    ``<m><suffix>_sd`` the sd over the seeds (%, :func:`aggregate_metrics`), and the
+    :func:`no_aspect_seeds` among them. Every table of runs makes its rows' numbers here."""
+    chosen = [r.selected(protocol)["test"] for r in runs]
+    cells = {}
+    for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
+        cells[key + suffix], cells[f"{key}{suffix}_sd"] = mean, sd
+    return cells, no_aspect_seeds(dataset, runs, chosen)
+
+
 def _ours(dataset: str, protocol: str, group: list, names: dict[tuple, str]) -> dict:
     """The columns of one group of runs (same configuration but the seed) under ``protocol``;
     ``names``: the :func:`budget_labels` of the table's runs."""
     group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
     cfg = group[0].config
-    ours = {"source": "ours", "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
+    cells, no_aspect = seed_cells(dataset, group, protocol)
+    return {"source": OURS, "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
             "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
             "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, names),
-            "run_ids": run_ids(group)}
-    chosen = [r.selected(protocol)["test"] for r in group]
-    ours["no_aspect_seeds"] = no_aspect_seeds(dataset, group, chosen)
-    for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
-        ours[key], ours[f"{key}_sd"] = mean, sd
-    return ours
+            "run_ids": run_ids(group), "no_aspect_seeds": no_aspect, **cells}
 
 
 def trivial_values(dataset: str, metrics: dict[str, float]) -> dict[str, float]:
@@ -390,11 +399,11 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
         for rec in block.to_dict("records"):
             cells = [rec["model"], rec["source"], rec["budget"] or "–", str(rec["n_seeds"] or "–")]
             for key, _, dec in metrics:
-                ours = format_cell(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in ("ours", TRIVIAL) else "–"
+                ours = format_cell(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in (OURS, TRIVIAL) else "–"
                 cells.append(f"{ours} [{format_cell(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
             lines.append("| " + " | ".join(cells) + " |")
-        lines += budget_footnotes(block[block["source"] == "ours"])
-        lines += no_aspect_footnotes(block[block["source"] == "ours"], "model")
+        lines += budget_footnotes(block[block["source"] == OURS])
+        lines += no_aspect_footnotes(block[block["source"] == OURS], "model")
         notes = {r["note"] for r in block.to_dict("records") if r["note"]}
         lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
     return "\n".join(lines)

@@ -26,21 +26,20 @@ import pandas as pd
 
 from absa_lib.paper_numbers import METRICS
 from absa_lib.tables import (
+    OURS,
     TRIVIAL,
-    aggregate_metrics,
     budget_columns,
     budget_footnotes,
     budget_key,
     budget_labels,
     format_cell,
     no_aspect_footnotes,
-    no_aspect_seeds,
     run_ids,
+    seed_cells,
     split_by_budget,
     trivial_values,
 )
 
-OURS = "ours"
 TRIVIAL_CHANGE = "constant predictor scored on the test set (the floor of each metric)"
 
 
@@ -89,14 +88,10 @@ def ablation_table(dataset: str, variants: list[Variant], trivial: dict[str, dic
     records = []
     for v, groups in zip(variants, budget_groups([v.runs for v in variants]), strict=True):
         for budget, runs in groups:
-            chosen = [r.selected(v.protocol)["test"] for r in runs]
-            agg = aggregate_metrics(dataset, chosen)
-            rec = {"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
-                   **budget, "run_ids": run_ids(runs), "no_aspect_seeds": no_aspect_seeds(dataset, runs, chosen),
-                   "source": OURS}
-            for key, (mean, sd) in agg.items():
-                rec[key], rec[f"{key}_sd"] = mean, sd
-            records.append(rec)
+            cells, no_aspect = seed_cells(dataset, runs, v.protocol)
+            records.append({"variant": v.label, "change": v.change, "selection": v.protocol, "n_seeds": len(runs),
+                            **budget, "run_ids": run_ids(runs), "no_aspect_seeds": no_aspect, "source": OURS,
+                            **cells})
     records += [{"variant": name, "change": TRIVIAL_CHANGE, "selection": "", "n_seeds": 0, **budget_columns([]),
                  "run_ids": "", "source": TRIVIAL, **trivial_values(dataset, metrics)}
                 for name, metrics in (trivial or {}).items()]
@@ -131,13 +126,9 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
                    "change": spec.change, "n_seeds": len(runs), "epochs": runs[0].config["epochs"] if runs else None,
                    "backbone": str(runs[0].config.get("backbone")) if runs else "", **budget,
                    "run_ids": run_ids(runs), "source": OURS}
-            for protocol, suffix in (("dev_best", ""), ("test_best", "_test_best")):
-                chosen = [r.selected(protocol)["test"] for r in runs]
-                if protocol == "dev_best":                  # the footnote speaks of the dev-best cells
-                    rec["no_aspect_seeds"] = no_aspect_seeds(dataset, runs, chosen)
-                agg = aggregate_metrics(dataset, chosen)
-                for key, (mean, sd) in agg.items():
-                    rec[key + suffix], rec[f"{key}{suffix}_sd"] = mean, sd
+            cells, rec["no_aspect_seeds"] = seed_cells(dataset, runs, "dev_best")   # the footnote: dev-best cells
+            rec.update(cells)
+            rec.update(seed_cells(dataset, runs, "test_best", "_test_best")[0])
             records.append(rec)
     for name, metrics in (trivial or {}).items():
         values = trivial_values(dataset, metrics)

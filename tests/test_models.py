@@ -322,6 +322,20 @@ def test_info_command(capsys):
     assert main(["info", "--model", "cg-bert", "--set", "quasi=false"]) == 2       # not a CG field
 
 
+def test_info_set_and_train_override_read_values_alike():
+    # they were two parsers: --set man_rank=4 gave 4.0, --override quasi=False the string 'False'
+    from absa_lib.commands import parse_overrides
+    from absa_lib.errors import AbsaError
+
+    items = ["quasi=False", "man_rank=4", "init_std=0.02", "pooling=mean", "gate_activation=\"tanh\""]
+    for option in ("--set", "--override"):
+        got = parse_overrides(items, option)
+        assert got == {"quasi": False, "man_rank": 4, "init_std": 0.02, "pooling": "mean", "gate_activation": "tanh"}
+        assert type(got["man_rank"]) is int and got["quasi"] is False
+        with pytest.raises(AbsaError, match=f"^{option} 'quasi': expected FIELD=VALUE, e.g. quasi=false$"):
+            parse_overrides(["quasi"], option)
+
+
 @pytest.mark.slow
 def test_bench_command(real_data_dir, capsys):
     from absa_lib.cli import main

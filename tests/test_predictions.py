@@ -253,3 +253,12 @@ def test_evaluate_help_gives_each_benchmark_header(capsys):
     text = capsys.readouterr().out
     for dataset in ("sentihood", "semeval"):
         assert ",".join(c for c in columns(dataset) if c != "gold") in text
+
+
+def test_a_latin1_prediction_file_names_the_line_and_byte(tmp_path):
+    f = _write_lines(tmp_path, "sentihood", lambda ls: ls)
+    lines = f.read_bytes().split(b"\n")
+    lines[3] += b",caf\xe9"                                          # Latin-1 'é' on line 4
+    f.write_bytes(b"\n".join(lines))
+    with pytest.raises(AbsaError, match=r"edited.csv: line 4: not UTF-8 text \(byte 0xe9\); save the file as UTF-8$"):
+        read_predictions(f, sentihood_examples())

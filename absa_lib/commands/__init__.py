@@ -22,6 +22,24 @@ def whole_number(minimum: int):
     return parse
 
 
+def parse_overrides(items: list[str], option: str) -> dict:
+    """Model overrides from ``FIELD=VALUE`` items (``absa train --override``, ``absa info --set``):
+    the value as JSON (``false``, ``0.02``, ``4``, ``"gelu"``), else ``true``/``false`` in any case,
+    else the text itself; the model's config checks the value."""
+    from absa_lib.errors import AbsaError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise AbsaError(f"{option} {item!r}: expected FIELD=VALUE, e.g. quasi=false")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = {"true": True, "false": False}.get(value.lower(), value)
+    return out
+
+
 positive = whole_number(1)         # sizes, counts of steps, threads, workers
 non_negative = whole_number(0)     # warm-up steps
 

@@ -96,8 +96,8 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def _train_step(model, optimizer, batch, device, precision, step_model=None) -> float:
-    """One timed training step; ``step_model``: the compiled forward (default ``model``)."""
+def _train_step(model, optimizer, batch, device, precision, step_model=None) -> tuple[float, float]:
+    """One timed training step, (wall, CPU) seconds; ``step_model``: the compiled forward (default ``model``)."""
     from absa_lib.device import autocast
     from absa_lib.models.per_context import skip_absent_contexts
 
@@ -114,7 +114,8 @@ def _train_step(model, optimizer, batch, device, precision, step_model=None) -> 
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _infer(model, batch, device, precision) -> float:
+def _infer(model, batch, device, precision) -> tuple[float, float]:
+    """One timed forward pass without gradients, (wall, CPU) seconds."""
     import torch
 
     from absa_lib.device import autocast
@@ -178,17 +179,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_config(args, name: str):
+    """The :class:`TrainConfig` of ``absa train`` with these settings for model ``name`` (checked as
+    training checks it: model and input variant, sampler)."""
+    from absa_lib.config import TrainConfig
+
+    return TrainConfig(dataset=args.dataset, model=name, preset=args.preset, aux=args.aux, backbone=args.backbone,
+                       batch_size=args.batch_size, max_length=args.max_length, sampler=args.sampler,
+                       precision=args.precision, compile=args.compile, group_by_length=args.group_by_length)
+
+
 def _check_as_training(args, tokenizer) -> None:
     """Each model's settings as ``absa train`` checks them (model and input variant, sampler,
     ``--max-length``): a setting training refuses would time steps no run takes."""
-    from absa_lib.config import TrainConfig, check_max_length
+    from absa_lib.config import check_max_length
 
     for name in args.model:
-        config = TrainConfig(dataset=args.dataset, model=name, preset=args.preset, aux=args.aux,
-                             backbone=args.backbone, batch_size=args.batch_size, max_length=args.max_length,
-                             sampler=args.sampler, precision=args.precision, compile=args.compile,
-                             group_by_length=args.group_by_length)
-        check_max_length(config, tokenizer)
+        check_max_length(_train_config(args, name), tokenizer)
 
 
 def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:
@@ -216,13 +223,13 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
     from absa_lib.device import compiled
     from absa_lib.inputs import model_sizes
     from absa_lib.models.per_context import build_for_training, step_routing
-    from absa_lib.optim import adamw
+    from absa_lib.optim import build_optimizer
 
     models = {}
     for name in args.model:
         model = build_for_training(name, backbone=args.backbone, preset=args.preset,
                                    **model_sizes(args.dataset, args.aux)).to(device)
-        opt = adamw(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)   # as in training
+        opt = build_optimizer(model, _train_config(args, name))          # training's parameter groups
         routing = step_routing(name, args.sampler)
         steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}
         for label, (precision, _, _) in settings.items():

@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("grid", help="train every run of a profile (tables, ablations): a queue or a GPU pool",
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", required=True, help="a profile name (params/<name>.yaml) or a YAML file")
+    p.add_argument("--profile", required=True, help="a profile name (params/<name>.yaml) or a YAML file; "
+                   "the runs go to its runs_dir (relative: from the checkout), not to $ABSA_RUNS_DIR")
     p.add_argument("--part", nargs="+", default=list(PARTS), choices=PARTS, help="which grids (default: all)")
     p.add_argument("--workers", type=positive, default=None,
                    help="concurrent runs per GPU (default 4); on a CPU (default: one single-threaded run per core, at most 4)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from absa_lib.commands import print_json, whole_number
+from absa_lib.commands import parse_overrides, print_json, whole_number
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,26 +37,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 ARCHITECTURE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
 
 
-def parse_overrides(items: list[str]) -> dict:
-    """``["quasi=false", "init_std=0.02"]`` -> ``{"quasi": False, "init_std": 0.02}``."""
-    from absa_lib.errors import AbsaError
-
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise AbsaError(f"--set {item!r}: expected FIELD=VALUE, e.g. quasi=false")
-        low = value.lower()
-        if low in ("true", "false"):
-            out[key] = low == "true"
-        else:
-            try:
-                out[key] = float(value)
-            except ValueError:
-                out[key] = value
-    return out
-
-
 def _aspects_per_target(num_contexts: int) -> int:
     """The aspects per target of the dataset with ``num_contexts`` context ids (SentiHood 8 -> 4);
     ``num_contexts`` itself for any other number (one target)."""
@@ -74,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     aspects = args.num_aspects or _aspects_per_target(args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
                           num_contexts=args.num_contexts, preset=args.preset, num_aspects=aspects,
-                          **parse_overrides(args.set))
+                          **parse_overrides(args.set, "--set"))
     with torch.device("meta"):
         model = model_class(args.model)(config)
     uses_context = model.uses_context or args.model not in ("bert-single", "bert-pair")

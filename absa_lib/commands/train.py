@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from types import SimpleNamespace
 
-from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP, print_json
+from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP, parse_overrides, print_json
 from absa_lib.config import TrainConfig
 from absa_lib.training import train
 
@@ -68,21 +67,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _overrides(items: list[str]) -> dict:
-    from absa_lib.errors import AbsaError
-
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise AbsaError(f"--override {item!r}: expected KEY=VALUE, e.g. quasi=false")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig an ``absa train`` command line describes (a dataset folder is registered)."""
     from absa_lib.own_data import dataset_name
@@ -96,7 +80,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         weight_decay=args.weight_decay, adam_eps=args.adam_eps, max_grad_norm=args.max_grad_norm,
         schedule=args.schedule, head_lr_mult=args.head_lr_mult, precision=args.precision,
         group_by_length=args.group_by_length, compile=args.compile,
-        model_overrides=_overrides(args.override), objective=args.objective)
+        model_overrides=parse_overrides(args.override, "--override"), objective=args.objective)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,7 +64,7 @@ from transformers import BertModel
 
 from absa_lib.errors import AbsaError
 from absa_lib.models import backbones, joint
-from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention
+from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention, new_module
 from absa_lib.models.model_config import AbsaConfig, model_config
 from absa_lib.models.pretrained import AbsaPreTrainedModel
 
@@ -143,8 +143,7 @@ class AbsaModel(AbsaPreTrainedModel):
 
     def new_keys(self) -> set[str]:
         """Keys of ``self.bert`` that are not BERT's own (the context layers inside attention)."""
-        return {k for k in self.bert.state_dict()
-                if k.split(".attention.self.")[-1].split(".")[0] in NEW_MODULES}
+        return {k for k in self.bert.state_dict() if new_module(k)}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, context_ids: torch.Tensor | None = None,
@@ -246,10 +245,10 @@ def parameter_breakdown(model: AbsaModel) -> dict[str, int]:
     groups = {"bert embeddings": 0, "bert encoder": 0, "bert pooler": 0, "context embeddings": 0,
               "context transform W_c": 0, "context projections U/Z": 0, "gates λ": 0, "classifier": 0}
     for key, p in model.named_parameters():
-        leaf = key.split(".attention.self.")[-1]
-        group = ("context transform W_c" if leaf.startswith("context_layer") else
-                 "context projections U/Z" if leaf.startswith("context_for_") else
-                 "gates λ" if leaf.startswith("lambda_") else
+        new = new_module(key) or ""
+        group = ("context transform W_c" if new == "context_layer" else
+                 "context projections U/Z" if new.startswith("context_for_") else
+                 "gates λ" if new.startswith("lambda_") else
                  "context embeddings" if key.startswith("context_embeddings") else
                  "classifier" if key.startswith("classifier") else
                  "bert " + key.split(".")[1] if key.startswith("bert.") else getattr(model, "GROUPS", {}).get(

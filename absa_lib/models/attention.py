@@ -55,6 +55,15 @@ NEW_MODULES = ("context_layer", "context_for_q", "context_for_k", "lambda_q_cont
 _ACT = {"sigmoid": torch.sigmoid, "tanh": torch.tanh}
 
 
+def new_module(key: str) -> str | None:
+    """The one of :data:`NEW_MODULES` a parameter key belongs to, else None:
+    ``encoder.layer.0.attention.self.lambda_q_query_layer.weight`` -> ``lambda_q_query_layer``."""
+    if ".attention.self." not in key:
+        return None
+    name = key.split(".attention.self.")[-1].split(".")[0]
+    return name if name in NEW_MODULES else None
+
+
 class PerHeadVector(nn.Module):
     """One gate vector per head, the paper's V_Q^h (Eq. 3, 7): x^h · v^h (+ b^h).
 
@@ -92,14 +101,26 @@ class _ContextSelfAttention(BertSelfAttention):
         self.lambda_q_context_layer, self.lambda_q_query_layer = gate_vector(), gate_vector()
         self.lambda_k_context_layer, self.lambda_k_key_layer = gate_vector(), gate_vector()
 
+    def context_offset(self, context: torch.Tensor) -> torch.Tensor:
+        """r = W_E e_c + b_c (+ e_c): the E_c half of C, the same at every position: (B, d) -> (B, d)."""
+        w_e = self.context_layer.weight[:, :context.size(-1)]                 # W_c = [W_E | W_X]: (d, 2d)
+        r = F.linear(context, w_e, self.context_layer.bias)
+        return r + context if self.context_residual else r
+
     def context_matrix(self, hidden_states: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """C = [E_c ; X] W_cᵀ + b_c (+ E_c): X (B, T, d), e_c (B, d) -> (B, T, d)."""
-        d = hidden_states.size(-1)
-        w = self.context_layer.weight                                          # (d, 2d) = [W_E | W_X]
-        per_example = F.linear(context, w[:, :d], self.context_layer.bias)    # (B, d), once per example
-        if self.context_residual:
-            per_example = per_example + context
-        return F.linear(hidden_states, w[:, d:]) + per_example[:, None, :]
+        """C = [E_c ; X] W_cᵀ + b_c (+ E_c) = X W_Xᵀ + r: X (B, T, d), e_c (B, d) -> (B, T, d)."""
+        w_x = self.context_layer.weight[:, hidden_states.size(-1):]           # (d, d)
+        return F.linear(hidden_states, w_x) + self.context_offset(context)[:, None, :]
+
+    def gates(self, q: torch.Tensor, k: torch.Tensor, c_q: torch.Tensor, c_k: torch.Tensor,
+              act) -> tuple[torch.Tensor, torch.Tensor]:
+        """λ_Q = act(C_Q v_Q^C + Q v_Q), λ_K = act(C_K v_K^C + K v_K) (Eq. 3, Eq. 7): (B, H, T, 1) each.
+
+        In float32 even under bf16 autocast: QACG's λ_A = 1 - λ_Q - λ_K starts near 0, where bf16
+        would round it to multiples of 2^-8 (and the gates cost little)."""
+        lam_q = act((self.lambda_q_context_layer(c_q) + self.lambda_q_query_layer(q)).float())
+        lam_k = act((self.lambda_k_context_layer(c_k) + self.lambda_k_key_layer(k)).float())
+        return lam_q, lam_k
 
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, H·d_h) -> (B, H, T, d_h)."""
@@ -134,10 +155,6 @@ class CGBertSelfAttention(_ContextSelfAttention):
         super().__init__(config, d_h, d_h, bool(config.lambda_bias), layer_idx)
         self.gate_activation = config.gate_activation
 
-    def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """λ = act(x), in float32 even under bf16 autocast (x: (B, H, T, 1), cheap)."""
-        return _ACT[self.gate_activation](x.float())
-
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 past_key_values=None, context: torch.Tensor | None = None,
                 components: list | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,11 +162,10 @@ class CGBertSelfAttention(_ContextSelfAttention):
         q, k, v = self.qkv(hidden_states)                                  # (B, H, T, d_h) each
         c = self.heads(self.context_matrix(hidden_states, context))        # C^h: (B, H, T, d_h)
         c_q, c_k = self.context_for_q(c), self.context_for_k(c)            # C^h U_Q + u_Q
-        lam_q = self.gate(self.lambda_q_context_layer(c_q) + self.lambda_q_query_layer(q))  # (B, H, T, 1)
-        lam_k = self.gate(self.lambda_k_context_layer(c_k) + self.lambda_k_key_layer(k))
-        q_hat = (1 - lam_q) * q + lam_q * c_q
+        lam_q, lam_k = self.gates(q, k, c_q, c_k, _ACT[self.gate_activation])  # Eq. 3: (B, H, T, 1)
+        q_hat = (1 - lam_q) * q + lam_q * c_q                              # Eq. 2
         k_hat = (1 - lam_k) * k + lam_k * c_k
-        attn = torch.softmax(self.scores(q_hat, k_hat, attention_mask), dim=-1)  # (B, H, T, T)
+        attn = torch.softmax(self.scores(q_hat, k_hat, attention_mask), dim=-1)  # Eq. 1 on Q̂, K̂: (B, H, T, T)
         if components is not None:
             components.append({"lambda_q": lam_q, "lambda_k": lam_k, "attention": attn})
         probs = self.dropout(attn)
@@ -184,21 +200,18 @@ class QACGBertSelfAttention(_ContextSelfAttention):
         (2d_h × d) product Z W_X is formed once per batch, so the per-token cost is 2·d·d_h instead
         of d² + 2·d·d_h (exact algebra; gradients flow to W_c and Z as before). Returns (B, 1, T, d_h) ×2.
         """
-        d = hidden_states.size(-1)
         z_w = torch.cat([self.context_for_q.weight, self.context_for_k.weight])    # (2d_h, d)
         z_b = torch.cat([self.context_for_q.bias, self.context_for_k.bias])        # (2d_h,)
-        w = self.context_layer.weight                                              # (d, 2d) = [W_E | W_X]
-        r = F.linear(context, w[:, :d], self.context_layer.bias)                   # (B, d)
-        if self.context_residual:
-            r = r + context
-        c_qk = F.linear(hidden_states, z_w @ w[:, d:]) + F.linear(r, z_w, z_b)[:, None, :]  # (B, T, 2d_h)
+        w_x = self.context_layer.weight[:, hidden_states.size(-1):]                # (d, d)
+        r = self.context_offset(context)                                           # (B, d)
+        c_qk = F.linear(hidden_states, z_w @ w_x) + F.linear(r, z_w, z_b)[:, None, :]  # (B, T, 2d_h)
         return tuple(c_qk[:, None].split(self.attention_head_size, dim=-1))
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 past_key_values=None, context: torch.Tensor | None = None,
                 components: list | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
         q, k, v = self.qkv(hidden_states)                                  # (B, H, T, d_h) each
-        a_self = torch.softmax(self.scores(q, k, attention_mask), dim=-1)   # (B, H, T, T)
+        a_self = torch.softmax(self.scores(q, k, attention_mask), dim=-1)   # Eq. 1: (B, H, T, T)
         if not self.quasi:
             if components is not None:
                 components.append({"a_self": a_self, "a_hat": a_self})
@@ -209,14 +222,11 @@ class QACGBertSelfAttention(_ContextSelfAttention):
         else:
             c = self.context_matrix(hidden_states, context)                # (B, T, d)
             c_q, c_k = self.heads(self.context_for_q(c)), self.heads(self.context_for_k(c))  # (B, H, T, d_h)
-        c_q, c_k = self.context_dropout(c_q), self.context_dropout(c_k)
-        a_quasi = torch.sigmoid(self.scores(c_q, c_k, attention_mask))    # (B, 1|H, T, T), in (0, 1)
-        # gates in float32 even under bf16 autocast: λ_A = 1 - λ_Q - λ_K starts near 0, where bf16
-        # would round it to multiples of 2^-8
-        lam_q = torch.sigmoid((self.lambda_q_context_layer(c_q) + self.lambda_q_query_layer(q)).float())
-        lam_k = torch.sigmoid((self.lambda_k_context_layer(c_k) + self.lambda_k_key_layer(k)).float())
-        lam_a = 1 - (lam_q + lam_k)                                        # (B, H, T, 1), in (-1, 1)
-        a_hat = a_self + lam_a * a_quasi                                   # (B, H, T, T)
+        c_q, c_k = self.context_dropout(c_q), self.context_dropout(c_k)   # Eq. 5
+        a_quasi = torch.sigmoid(self.scores(c_q, c_k, attention_mask))    # Eq. 6: (B, 1|H, T, T), in (0, 1)
+        lam_q, lam_k = self.gates(q, k, c_q, c_k, torch.sigmoid)           # Eq. 7: (B, H, T, 1), float32
+        lam_a = 1 - (lam_q + lam_k)                                        # Eq. 8: (B, H, T, 1), in (-1, 1)
+        a_hat = a_self + lam_a * a_quasi                                   # Eq. 4: (B, H, T, T)
         if components is not None:
             components.append({"a_self": a_self, "a_quasi": a_quasi.expand_as(a_hat), "lambda_q": lam_q,
                                "lambda_k": lam_k, "lambda_a": lam_a, "a_hat": a_hat})

@@ -251,9 +251,10 @@ def load_backbone_weights(bert: torch.nn.Module, path: Path, new_keys: set[str],
     """
     state = {}
     for key, value in read_weights(path).items():
-        if key.startswith("cls.") or key.endswith(_HARMLESS) or _hf_name(key).startswith(skip or ("cls.",)):
+        name = _hf_name(key)
+        if key.startswith("cls.") or key.endswith(_HARMLESS) or name.startswith(skip):
             continue                             # pretraining heads, position_ids buffer, skipped parts
-        state[_hf_name(key)] = value
+        state[name] = value
     expected = {k: v for k, v in bert.state_dict().items() if k not in new_keys}
     check_keys(bad_keys(expected, state), str(path), "the weights of a Hugging Face BertModel with the same config")
     bert.load_state_dict(state, strict=False)

@@ -53,8 +53,8 @@ def split_context(config: AbsaConfig, context_ids: torch.Tensor) -> tuple[torch.
 class OtherModel(AbsaModel):
     """Base of the other attention systems: AbsaModel's saving, loading and objective, not its BERT head.
 
-    Subclasses build their layers after ``super().__init__``, call :meth:`init_new_layers`, and end
-    with ``self.post_init()``.
+    Subclasses build their layers after ``super().__init__``, initialise them (MAN-BERT and OA-BERT
+    with :meth:`init_new_layers`, the LSTMs with U(−0.01, 0.01)), and end with ``self.post_init()``.
     ``head_lr`` is the learning rate of every parameter outside ``bert.`` (the training loop's
     optimizer reads it); ``GROUPS`` names the top-level modules for ``absa info``.
     """

@@ -141,7 +141,7 @@ def build_kwargs(config) -> dict:
     from absa_lib import data as D
 
     return {"objective": config.objective,
-            "none_label": D.LABELS[config.dataset].index(D.NONE_LABEL[config.dataset])}
+            "none_label": D.none_id(config.dataset)}
 
 
 def end_of_epoch(model: torch.nn.Module, config, dev_examples: list, dev_probs: np.ndarray) -> dict:

@@ -71,7 +71,6 @@ class PerContextModel(AbsaPreTrainedModel):
         inner = copy.deepcopy(config)
         del inner.per_context_models
         self.models = nn.ModuleList(models if models is not None else [AbsaModel(inner) for _ in range(k)])
-        self.dense_routing = False         # force dense routing outside torch.compile (tests)
         self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -79,7 +78,7 @@ class PerContextModel(AbsaPreTrainedModel):
                 labels: torch.Tensor | None = None, output_components: bool = False) -> AbsaOutput:
         if context_ids is None:
             raise AbsaError("bert-single needs context_ids: it keeps one classifier per context")
-        routing = self.dense if self.dense_routing or torch.compiler.is_compiling() else self.route
+        routing = self.dense if torch.compiler.is_compiling() else self.route
         return routing(self.models, input_ids, attention_mask, token_type_ids, context_ids, labels)
 
     @staticmethod
