@@ -169,47 +169,10 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     from absa_lib.config import config_from_record
     from absa_lib.models import load_tokenizer
 
-    if isinstance(texts, str):
-        raise AbsaError("texts must be a list of sentences, got one string; for one sentence use "
-                        "predict_text")
-    if not texts:
-        raise AbsaError("no text given; give at least one review sentence")
-    odd = [t for t in texts if not isinstance(t, str)]
-    if odd:
-        raise AbsaError(f"each text must be a string (a review sentence), got {type(odd[0]).__name__} "
-                        f"{odd[0]!r:.60}")
-    for name, value in (("targets", targets), ("locations", locations)):
-        if isinstance(value, str):                      # would be read letter by letter
-            raise AbsaError(f"{name} must be a list of names, got one string {value!r}; give [{value!r}]")
-    names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
-    if len(names) != len(texts):
-        raise AbsaError(f"names has {len(names)} entries for {len(texts)} texts; give one name per text")
-    prefix = [f"{n}: " if n else "" for n in names]
+    prefix = _error_prefixes(texts, targets, locations, names)
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
-    examples, owner = [], []                     # owner[j]: the text example j comes from
-    named = [{}] * len(texts)                    # per text: LOCATIONn -> the place name it masks
-    if locations:
-        if config.dataset != "sentihood":
-            raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
-        if targets:
-            raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
-        for i, text in enumerate(texts):           # two places would share a mask, or one have none
-            masks = _masks_in(text)
-            if masks:
-                raise AbsaError(f"{prefix[i]}the text already contains {masks[0]}; with --locations give "
-                                "the place names unmasked, or leave --locations out")
-        texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts), strict=True))
-    for i, text in enumerate(texts):
-        if locations and not named[i]:
-            raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs "
-                            "in the text (whole words, any case)")
-        try:
-            found = _examples(config.dataset, text, targets)
-        except AbsaError as err:
-            raise AbsaError(f"{prefix[i]}{err}") from None
-        examples += found
-        owner += [i] * len(found)
+    texts, examples, owner, named = _texts_as_examples(config.dataset, texts, targets, locations, prefix)
     tokenizer = tokenizer or load_tokenizer(config.backbone)
     encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
     truncated = [False] * len(texts)
@@ -234,6 +197,56 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
                    probabilities={lab: float(v) for lab, v in zip(labels, p, strict=True)})
         out[i]["predictions"].append(row)
     return out
+
+
+def _error_prefixes(texts: list[str], targets, locations, names: list[str] | None) -> list[str]:
+    """Check :func:`predict_texts`' arguments; how an error names each text (``"text 2: "``)."""
+    if isinstance(texts, str):
+        raise AbsaError("texts must be a list of sentences, got one string; for one sentence use "
+                        "predict_text")
+    if not texts:
+        raise AbsaError("no text given; give at least one review sentence")
+    odd = [t for t in texts if not isinstance(t, str)]
+    if odd:
+        raise AbsaError(f"each text must be a string (a review sentence), got {type(odd[0]).__name__} "
+                        f"{odd[0]!r:.60}")
+    for name, value in (("targets", targets), ("locations", locations)):
+        if isinstance(value, str):                      # would be read letter by letter
+            raise AbsaError(f"{name} must be a list of names, got one string {value!r}; give [{value!r}]")
+    names = names or [f"text {i}" for i in range(1, len(texts) + 1)]
+    if len(names) != len(texts):
+        raise AbsaError(f"names has {len(names)} entries for {len(texts)} texts; give one name per text")
+    return [f"{n}: " if n else "" for n in names]
+
+
+def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefix: list[str]):
+    """The examples to predict: ``(texts, examples, owner, named)``, with ``texts`` masked when
+    ``locations`` are given, ``owner[j]`` the text example j comes from, and ``named[i]`` text i's
+    LOCATIONn -> the place name it masks."""
+    examples, owner = [], []
+    named = [{}] * len(texts)
+    if locations:
+        if dataset != "sentihood":
+            raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
+        if targets:
+            raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")
+        for i, text in enumerate(texts):           # two places would share a mask, or one have none
+            masks = _masks_in(text)
+            if masks:
+                raise AbsaError(f"{prefix[i]}the text already contains {masks[0]}; with --locations give "
+                                "the place names unmasked, or leave --locations out")
+        texts, named = map(list, zip(*(mask_locations(t, locations) for t in texts), strict=True))
+    for i, text in enumerate(texts):
+        if locations and not named[i]:
+            raise AbsaError(f"{prefix[i]}none of the locations {', '.join(map(repr, locations))} occurs "
+                            "in the text (whole words, any case)")
+        try:
+            found = _examples(dataset, text, targets)
+        except AbsaError as err:
+            raise AbsaError(f"{prefix[i]}{err}") from None
+        examples += found
+        owner += [i] * len(found)
+    return texts, examples, owner, named
 
 
 def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,

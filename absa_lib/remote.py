@@ -600,53 +600,15 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
     record under a known run id, an unfinished or edited record, a run on the tiny random backbone
     (unless ``allow_tiny``: its numbers mean nothing), or arrays from a run that neither holds,
     refuse the whole bundle."""
-    from absa_lib.runs import load_run, marked_complete
-    from absa_lib.session import source_runs
-
     files = read_bundle(Path(bundle))
     reference = Path(reference)
-    new, same = [], []
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp)
         for name, data in files.items():
             (staged / name).parent.mkdir(parents=True, exist_ok=True)
             (staged / name).write_bytes(data)
-        for run_dir in sorted({(staged / n).parent for n in files if n.startswith("runs/")}):
-            rel = run_dir.relative_to(staged)
-            missing = [n for n in RECORD_FILES if not (run_dir / n).is_file()]
-            if missing:
-                raise AbsaError(f"{bundle}: {rel} lacks {', '.join(missing)}; refusing the bundle")
-            run = load_run(run_dir)       # complete, and its configuration hashes to its folder's name
-            if rel.parts[1:3] != (run.config["dataset"], run.config["model"]):
-                raise AbsaError(f"{bundle}: {rel} holds a {run.config['dataset']} {run.config['model']} run; refusing the bundle")
-            if run.config["backbone"] == "tiny" and not allow_tiny:
-                raise AbsaError(f"{bundle}: {rel} was trained on the tiny random backbone (a test run whose numbers mean "
-                                "nothing); refusing the bundle")
-            held = reference / rel
-            if held.exists():
-                differ = [n for n in RECORD_FILES if not (held / n).is_file() or (held / n).read_bytes() != (run_dir / n).read_bytes()]
-                if differ:
-                    raise AbsaError(f"{bundle}: {rel} is already in {reference} with another {differ[0]} (the same "
-                                    "configuration trained twice gives other numbers); keep one: remove that run "
-                                    "from the reference first if the new one should replace it")
-                same.append(run)
-            else:
-                new.append(run)
-        # the arrays must come from runs the reference holds once the new runs are in
-        known = {r.run_id for r in new} | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json")
-                                            if marked_complete(m)}
-        metas = {}                                     # analysis file -> its meta
-        for name in sorted(n for n in files if n.startswith("analysis/")):
-            try:
-                record = json.loads(files[name])
-            except ValueError:
-                raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
-            named = source_runs(record, Path(bundle) / name)
-            unknown = [r for r in named if r not in known] if named else ["(none named)"]
-            if unknown:
-                raise AbsaError(f"{bundle}: {name} was computed from run {unknown[0]}, which neither the bundle nor "
-                                f"{reference / 'runs'} holds; refusing the bundle")
-            metas[name] = record["meta"]
+        new, same = _bundle_runs(Path(bundle), staged, files, reference, allow_tiny)
+        metas = _bundle_arrays(Path(bundle), files, reference, {r.run_id for r in new})
         arrays = list(metas)
         replaced = {name: (_read_or_none(reference / name) or {}).get("meta") or {} for name in arrays}
         if not dry_run:
@@ -664,6 +626,58 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
         log(f"[import] {verb} {name}: {sources_text(metas[name])}" + (f", replacing {sources_text(before)}" if before else ""))
     log(f"[import] {len(new)} new runs, {len(same)} already in {reference}, {len(arrays)} analysis files")
     return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
+
+
+def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow_tiny: bool) -> tuple[list, list]:
+    """The bundle's runs, unpacked in ``staged``, checked: ``(new, same)``, the runs the reference
+    lacks and those it holds with the same bytes (any other difference refuses the bundle)."""
+    from absa_lib.runs import load_run
+
+    new, same = [], []
+    for run_dir in sorted({(staged / n).parent for n in files if n.startswith("runs/")}):
+        rel = run_dir.relative_to(staged)
+        missing = [n for n in RECORD_FILES if not (run_dir / n).is_file()]
+        if missing:
+            raise AbsaError(f"{bundle}: {rel} lacks {', '.join(missing)}; refusing the bundle")
+        run = load_run(run_dir)       # complete, and its configuration hashes to its folder's name
+        if rel.parts[1:3] != (run.config["dataset"], run.config["model"]):
+            raise AbsaError(f"{bundle}: {rel} holds a {run.config['dataset']} {run.config['model']} run; refusing the bundle")
+        if run.config["backbone"] == "tiny" and not allow_tiny:
+            raise AbsaError(f"{bundle}: {rel} was trained on the tiny random backbone (a test run whose numbers mean "
+                            "nothing); refusing the bundle")
+        held = reference / rel
+        if held.exists():
+            differ = [n for n in RECORD_FILES if not (held / n).is_file() or (held / n).read_bytes() != (run_dir / n).read_bytes()]
+            if differ:
+                raise AbsaError(f"{bundle}: {rel} is already in {reference} with another {differ[0]} (the same "
+                                "configuration trained twice gives other numbers); keep one: remove that run "
+                                "from the reference first if the new one should replace it")
+            same.append(run)
+        else:
+            new.append(run)
+    return new, same
+
+
+def _bundle_arrays(bundle: Path, files: dict, reference: Path, new_runs: set[str]) -> dict:
+    """The bundle's analysis arrays, each checked to come from runs the reference holds once the new
+    runs ``new_runs`` are in: ``{file name: its meta}``."""
+    from absa_lib.runs import marked_complete
+    from absa_lib.session import source_runs
+
+    known = new_runs | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json") if marked_complete(m)}
+    metas = {}
+    for name in sorted(n for n in files if n.startswith("analysis/")):
+        try:
+            record = json.loads(files[name])
+        except ValueError:
+            raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
+        named = source_runs(record, bundle / name)
+        unknown = [r for r in named if r not in known] if named else ["(none named)"]
+        if unknown:
+            raise AbsaError(f"{bundle}: {name} was computed from run {unknown[0]}, which neither the bundle nor "
+                            f"{reference / 'runs'} holds; refusing the bundle")
+        metas[name] = record["meta"]
+    return metas
 
 
 def import_line(config: dict, run_id: str) -> str:

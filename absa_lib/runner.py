@@ -223,15 +223,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
                 wait_or_skip(i, cell, path, f"{path}: another process is training this run (pid {holder})")
                 continue
             slot = free.pop(0)
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            if slot is not None:
-                env["CUDA_VISIBLE_DEVICES"] = slot
-            if threads:
-                env["OMP_NUM_THREADS"] = str(threads)
-            env["ABSA_SPAWNED_AT"] = f"{time.time():.3f}"          # the run records its start-up from here
-            argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
-            fh = open(logs / f"{path.name}.log", "ab")
-            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
+            proc, fh = _launch(cell, runs_dir, data_dir, slot, threads, logs / f"{path.name}.log")
             running[proc] = (i, cell, path, slot, time.time(), fh)
             log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
         for proc in [p for p in running if p.poll() is not None]:
@@ -250,6 +242,21 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
         if running or waiting:
             time.sleep(1.0)
     return sorted(rows, key=lambda r: r["cell"])
+
+
+def _launch(cell: Cell, runs_dir: Path, data_dir: str | None, slot: str | None, threads: int | None,
+            log_path: Path):
+    """Start one cell's ``absa train`` as a process on GPU ``slot`` (None: the CPU, ``threads``
+    threads), its output appended to ``log_path``: ``(process, open log file)``."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if slot is not None:
+        env["CUDA_VISIBLE_DEVICES"] = slot
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    env["ABSA_SPAWNED_AT"] = f"{time.time():.3f}"          # the run records its start-up from here
+    argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
+    fh = open(log_path, "ab")
+    return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env), fh
 
 
 def _stop(running: dict, log, grace: float = 30.0) -> None:
