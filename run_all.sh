@@ -95,6 +95,14 @@ ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS
     echo "[run_all] FAILED: the grid of runs (profile $PROFILE); see $OUT/grid.log and the run logs it names" >&2
     exit 1
   fi
+  # force_retrain: the grid has just retrained every run once; the notebooks collect them (forced
+  # again, each notebook would retrain its runs one at a time, and the runs notebooks share twice)
+  if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1])).get('force_retrain') else 1)" "$PARAMS"; then
+    "$PY" -c "import yaml, sys; p = yaml.safe_load(open(sys.argv[1])); p['force_retrain'] = False
+open(sys.argv[2], 'w').write(yaml.safe_dump(p, sort_keys=False))" "$PARAMS" "$OUT/params_notebooks.yaml"
+    PARAMS="$OUT/params_notebooks.yaml"
+    echo "[run_all] force_retrain: the grid retrained every run; the notebooks collect them" >&2
+  fi
 fi
 if [ "$NOTEBOOKS" = scripts ]; then
   run_notebook() { "$PY" -m absa_lib.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }

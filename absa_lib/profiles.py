@@ -84,13 +84,26 @@ def check_values(params: dict, source: str) -> None:
         note = annotations.get(name, "")
         optional = note.startswith("Optional[")
         base = note.removeprefix("Optional[").removesuffix("]") if optional else note
-        kind = _KINDS.get(base)
+        base, _, item = base.partition("[")                    # list[int]: a list of whole numbers
+        kind, item = _KINDS.get(base), item.removesuffix("]")
         if kind is None or (optional and value is None):
             continue
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        if not _is(value, kind):
             expected = {list: "a list, [a, b] in YAML", dict: "a mapping, {} in YAML"}.get(kind, base)
             raise AbsaError(f"{source}: {name} is {value!r}, expected {expected}"
                             + (" (or null: all)" if optional else ""))
+        odd = [v for v in value if not _is(v, _KINDS[item])] if kind is list and item in _KINDS else []
+        if odd:
+            raise AbsaError(f"{source}: {name} is {value!r}: {odd[0]!r} is not {_NAMES[item]}; expected a "
+                            f"list of {_NAMES[item].split(' ', 1)[1]}s")
+
+
+_NAMES = {"int": "a whole number", "str": "a string", "float": "a number", "bool": "a boolean"}
+
+
+def _is(value, kind) -> bool:
+    """``isinstance``, where a bool is not a number."""
+    return isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)
 
 
 def notebook_parameters() -> dict[str, list[str]]:
@@ -118,6 +131,11 @@ def read_profile_file(path: Path) -> dict:
         raise AbsaError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
     if not isinstance(values, dict):
         raise AbsaError(f"{path}: expected a mapping of parameter names to values")
+    known = parameter_annotations()                 # empty outside a checkout: nothing to check against
+    unknown = sorted(set(values) - set(known)) if known else []
+    if unknown:                                     # a misspelt name would be ignored, silently
+        raise AbsaError(f"{path}: {', '.join(map(str, unknown))}: no notebook has this parameter; expected names "
+                        "as in params/smoke.yaml")
     check_values(values, str(path))
     return values
 

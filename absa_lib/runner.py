@@ -143,8 +143,9 @@ BUSY = ("wait", "skip")  # what the grid does with a run that another process is
 
 
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,
-              threads: int | None = None, busy: str = "wait", log=print) -> list[dict]:
-    """Train ``cells`` (skipping finished runs) on the free slots; return one summary row per cell.
+              threads: int | None = None, busy: str = "wait", log=print, force: bool = False) -> list[dict]:
+    """Train ``cells`` (skipping finished runs; with ``force``, the profile's ``force_retrain``,
+    training each again, once) on the free slots; return one summary row per cell.
 
     A run that another process is training (another grid, a notebook, an overlapping array job)
     holds no slot: with ``busy="wait"`` the grid looks at its lock every ``training.BUSY_POLL`` seconds and,
@@ -155,13 +156,13 @@ def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, wo
         raise AbsaError(f"busy={busy!r}: expected one of {', '.join(BUSY)}")
     running: dict = {}
     try:
-        return _serve(cells, runs_dir, data_dir, workers, threads, busy, log, running)
+        return _serve(cells, runs_dir, data_dir, workers, threads, busy, log, running, force)
     finally:
         _stop(running, log)
 
 
 def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int | None, threads: int | None,
-           busy: str, log, running: dict) -> list[dict]:
+           busy: str, log, running: dict, force: bool = False) -> list[dict]:
     """The queue of :func:`run_cells`; ``running`` (process -> its cell) is the caller's, for cleanup."""
     from absa_lib.config import run_path
     from absa_lib.fileio import lock_holder
@@ -207,7 +208,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
             i, cell = queue.pop(0)
             path = run_path(cell.config, runs_dir)
             try:
-                finished = marked_complete(path / "metrics.json")
+                finished = marked_complete(path / "metrics.json") and not (force and i not in waited)
                 if finished:
                     load_run(path)           # a cache hit only if its records pass every check
             except AbsaError as err:
@@ -223,7 +224,8 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
                 wait_or_skip(i, cell, path, f"{path}: another process is training this run (pid {holder})")
                 continue
             slot = free.pop(0)
-            proc, fh = _launch(cell, runs_dir, data_dir, slot, threads, logs / f"{path.name}.log")
+            proc, fh = _launch(cell, runs_dir, data_dir, slot, threads, logs / f"{path.name}.log",
+                               force and i not in waited)
             running[proc] = (i, cell, path, slot, time.time(), fh)
             log(f"{what(i, cell)}: started {path.name}" + (f" on GPU {slot}" if slot is not None else ""))
         for proc in [p for p in running if p.poll() is not None]:
@@ -245,16 +247,17 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
 
 
 def _launch(cell: Cell, runs_dir: Path, data_dir: str | None, slot: str | None, threads: int | None,
-            log_path: Path):
-    """Start one cell's ``absa train`` as a process on GPU ``slot`` (None: the CPU, ``threads``
-    threads), its output appended to ``log_path``: ``(process, open log file)``."""
+            log_path: Path, force: bool = False):
+    """Start one cell's ``absa train`` (``--force``: from scratch) as a process on GPU ``slot``
+    (None: the CPU, ``threads`` threads), its output appended to ``log_path``: ``(process, log file)``."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if slot is not None:
         env["CUDA_VISIBLE_DEVICES"] = slot
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     env["ABSA_SPAWNED_AT"] = f"{time.time():.3f}"          # the run records its start-up from here
-    argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:]]
+    argv = [sys.executable, "-m", "absa_lib.cli", *train_argv(cell.config, runs_dir, data_dir)[1:],
+            *(["--force"] if force else [])]
     fh = open(log_path, "ab")
     return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env), fh
 

@@ -25,7 +25,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.grid import train_base
 from absa_lib.paths import repo_root
-from absa_lib.profiles import check_profile
+from absa_lib.profiles import check_profile, check_values
 from absa_lib.runs import marked_complete
 from absa_lib.tables import epochs_text
 
@@ -73,6 +73,11 @@ def setup(notebook: str, namespace: dict) -> Session:
     params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
     if "profile" not in params:
         raise AbsaError(f"{notebook}: its parameters cell declares no `profile: str = ...`")
+    try:
+        check_values(params, f"{notebook}: parameter")
+    except AbsaError as err:                        # papermill -p seeds '[7]' passes the text '[7]'
+        raise AbsaError(f"{err} (papermill's -p passes text: give lists and mappings as YAML with -y, "
+                        "e.g. -y '{seeds: [7]}')") from None
     changed = check_profile(params["profile"], params)
     set_threads(params.get("num_threads", 0))
 
@@ -212,13 +217,18 @@ def show_table(df, columns: list[str] | None = None):
 
 
 def show_markdown(text: str) -> None:
-    """Render Markdown in a notebook (plain text elsewhere)."""
+    """Render Markdown in a notebook; elsewhere (the paired script, ``absa_lib.notebook_script``)
+    print the text, where IPython's ``display`` would print ``<IPython.core.display.Markdown object>``."""
     try:
+        from IPython import get_ipython
         from IPython.display import Markdown, display
-
-        display(Markdown(text))
     except ImportError:  # pragma: no cover
         print(text)
+        return
+    if get_ipython() is None:
+        print(text)
+    else:
+        display(Markdown(text))
 
 
 def show_source(obj) -> None:

@@ -39,7 +39,8 @@ if "google.colab" in sys.modules:
 # ## Parameters of the CG-BERT runs
 #
 # Their budget and folders; papermill replaces the values with those of `params/PROFILE.yaml`.
-# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU once
+# its tiny runs are cached (the first time, a few minutes: it trains them) and
 # writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
@@ -49,8 +50,8 @@ from typing import Optional  # papermill reads Optional[int], not int | None
 
 profile: str = "smoke"                       # params/<profile>.yaml of the CG-BERT runs
 backbone: str = "tiny"                       # CG-BERT's encoder: tiny, minilm, bert-base-uncased, ...
-datasets: list = ["sentihood", "semeval"]    # CG-BERT rows of Table 1 (sentihood) and Table 2 (semeval)
-seeds: list = [42]                           # one CG-BERT run per seed and input; mean ± sd over them
+datasets: list[str] = ["sentihood", "semeval"]  # CG-BERT rows of Table 1 (sentihood) and Table 2 (semeval)
+seeds: list[int] = [42]                      # one CG-BERT run per seed and input; mean ± sd over them
 epochs: int = 1                              # epochs of every CG-BERT run (paper: 25)
 batch_size: int = 16                         # CG-BERT's training batch (paper: 24)
 lr: float = 2e-5                             # CG-BERT's peak learning rate (paper: 2e-5)

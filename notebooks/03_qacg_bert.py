@@ -43,7 +43,8 @@ if "google.colab" in sys.modules:
 # ## Parameters of the Table 1 and 2 runs
 #
 # Their budget and where they go; `run_all.sh` sets them from the profile.
-# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU once
+# its tiny runs are cached (the first time, a few minutes: it trains them) and
 # writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
@@ -53,8 +54,8 @@ from typing import Optional  # papermill reads Optional[int], not int | None
 
 profile: str = "smoke"                       # params/<profile>.yaml of the Table 1-2 runs
 backbone: str = "tiny"                       # encoder of QACG-BERT and the BERT baselines
-datasets: list = ["sentihood", "semeval"]    # Table 1 (sentihood), Table 2 (semeval)
-seeds: list = [42]                           # one run per seed of every row; tables: mean ± sd
+datasets: list[str] = ["sentihood", "semeval"]  # Table 1 (sentihood), Table 2 (semeval)
+seeds: list[int] = [42]                      # one run per seed of every row; tables: mean ± sd
 epochs: int = 1                              # epochs of every table run (paper: 25)
 batch_size: int = 16                         # batch of every table run (paper: 24)
 lr: float = 2e-5                             # peak learning rate of the table runs (paper: 2e-5)

@@ -50,7 +50,8 @@ if "google.colab" in sys.modules:
 # ## Parameters of the ablation grid
 #
 # Its dataset, seeds and budget; papermill sets them from `params/PROFILE.yaml`.
-# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU once
+# its tiny runs are cached (the first time, a few minutes: it trains them) and
 # writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
@@ -61,7 +62,7 @@ from typing import Optional  # papermill reads Optional[int], not int | None
 profile: str = "smoke"                       # params/<profile>.yaml of the ablation runs
 backbone: str = "tiny"                       # encoder of every ablation run (tiny, minilm, ...)
 ablation_dataset: str = "sentihood"          # the one dataset the ablations are trained on
-ablation_seeds: list = [42]                  # seeds of every ablation; cells are mean ± sd over them
+ablation_seeds: list[int] = [42]             # seeds of every ablation; cells are mean ± sd over them
 epochs: int = 1                              # epochs per ablation run (paper: 25)
 batch_size: int = 16                         # training batch of an ablation run (paper: 24)
 lr: float = 2e-5                             # peak learning rate of an ablation run (paper: 2e-5)

@@ -43,7 +43,8 @@ if "google.colab" in sys.modules:
 #
 # The configuration of the analysed run (found in the run cache by it) and the
 # figures' folders.
-# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU once
+# its tiny runs are cached (the first time, a few minutes: it trains them) and
 # writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
@@ -53,7 +54,7 @@ from typing import Optional  # papermill reads Optional[int], not int | None
 
 profile: str = "smoke"                       # params/<profile>.yaml of the analysed run
 backbone: str = "tiny"                       # encoder of the analysed QACG-BERT
-seeds: list = [42]                           # the first seed's QACG-BERT run is analysed
+seeds: list[int] = [42]                      # the first seed's QACG-BERT run is analysed
 epochs: int = 1                              # training epochs of the analysed run (paper: 25)
 batch_size: int = 16                         # batch the analysed run was trained with (paper: 24)
 lr: float = 2e-5                             # learning rate of the analysed run (paper: 2e-5)

@@ -51,7 +51,8 @@ if "google.colab" in sys.modules:
 # ## Parameters of the comparison grid
 #
 # Its budget and folders; `run_all.sh PROFILE` sets them from the profile.
-# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU and
+# The defaults are the `smoke` profile: *Run All* here finishes in about a minute on a CPU once
+# its tiny runs are cached (the first time, a few minutes: it trains them) and
 # writes only to the git-ignored `executed/smoke/`. Changing `profile` alone changes no other value
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
@@ -61,8 +62,8 @@ from typing import Optional  # papermill reads Optional[int], not int | None
 
 profile: str = "smoke"                       # params/<profile>.yaml of the comparison runs
 backbone: str = "tiny"                       # encoder of the BERT systems; word vectors of the LSTMs
-datasets: list = ["sentihood", "semeval"]    # one comparison table per dataset: sentihood, semeval
-seeds: list = [42]                           # one run per seed of every system; cells are mean ± sd
+datasets: list[str] = ["sentihood", "semeval"]  # one comparison table per dataset: sentihood, semeval
+seeds: list[int] = [42]                      # one run per seed of every system; cells are mean ± sd
 epochs: int = 1                              # epochs of every system's run (paper: 25)
 batch_size: int = 16                         # training batch of every system (paper: 24)
 lr: float = 2e-5                             # peak learning rate of every system (paper: 2e-5)

@@ -75,3 +75,20 @@ def test_a_missing_script_is_one_line(tmp_path, capsys):
     assert main([str(tmp_path / "07_missing.py"), str(tmp_path / "p.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "07_missing.py: cannot be read (No such file or directory)" in err[0]
+
+
+def test_a_misspelt_parameter_in_the_file_is_refused(tmp_path, capsys):
+    # it ran with the default (n_hist_examples 20) and exit status 0
+    from absa_lib.notebook_script import main
+
+    (tmp_path / "typo.yaml").write_text("profile: smoke\nn_hist_exampels: 10\n")
+    assert main([str(ROOT / "notebooks" / "05_figures.py"), str(tmp_path / "typo.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == (f"[notebook_script] error: {tmp_path / 'typo.yaml'}: n_hist_exampels: "
+                                               "no notebook has this parameter; expected names as in params/smoke.yaml")
+
+
+def test_markdown_a_script_shows_is_printed_as_text(capsys):
+    from absa_lib.session import show_markdown
+
+    show_markdown("| a | b |\n|---|---|")
+    assert capsys.readouterr().out == "| a | b |\n|---|---|\n"        # not <IPython.core.display.Markdown object>

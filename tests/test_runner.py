@@ -98,6 +98,14 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert metrics["process_seconds"] >= epochs[0]["startup_seconds"] + run_seconds(metrics) - 0.1
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
+    # the profile's force_retrain retrains it once (the grid said "finished before", and the
+    # notebooks then retrained every run one by one)
+    forced = tmp_path / "forced.yaml"
+    forced.write_text(yaml.safe_dump({**params, "force_retrain": True}))
+    stamp = (tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").stat().st_mtime_ns
+    assert main(["grid", "--profile", str(forced), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
+    assert "1 runs: 1 trained, 0 finished before" in capsys.readouterr().out
+    assert (tmp_path / "runs" / run.split("/runs/")[1] / "metrics.json").stat().st_mtime_ns > stamp
     # a finished run whose record was damaged is no cache hit (it was "finished before", exit 0)
     config = tmp_path / "runs" / run.split("/runs/")[1] / "config.json"
     good = config.read_text()

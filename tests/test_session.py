@@ -4,6 +4,7 @@ and the figure data (tiny model)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -300,3 +301,14 @@ def test_arrays_from_a_run_the_reference_no_longer_holds_are_refused(tmp_path):
     with pytest.raises(AbsaError, match="bad.json: expected a JSON object with 'data'"):
         session.compute_or_load("bad.json", dirs, lambda: 1 / 0, False)
     assert not (tmp_path / "results" / "analysis" / "many.json").exists()
+
+
+def test_a_list_given_as_text_by_papermill_is_refused_with_the_way_to_give_it(tmp_path, monkeypatch):
+    # `papermill 03_qacg_bert.ipynb out.ipynb -p seeds '[7]'` set seeds to the text '[7]': the grid
+    # then failed in int('[') (and seeds: [7.5] was truncated to 7)
+    monkeypatch.setattr(session, "ensure_data", lambda data_dir: None)
+    for seeds, needle in (("[7]", "seeds is '[7]', expected a list, [a, b] in YAML"),
+                          ([7.5], "seeds is [7.5]: 7.5 is not a whole number; expected a list of whole numbers")):
+        namespace = {"__annotations__": {"profile": str, "seeds": list}, "profile": "smoke", "seeds": seeds}
+        with pytest.raises(AbsaError, match=re.escape(f"03_qacg_bert: parameter: {needle}") + r".*-y '\{seeds: \[7\]\}'"):
+            session.setup("03_qacg_bert", namespace)

@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     t0 = time.time()
     with _sigterm_exits():
-        rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads, busy=args.busy)
+        rows = run_cells(cells, runs_dir, data_dir, workers=args.workers, threads=args.threads, busy=args.busy,
+                         force=bool(params.get("force_retrain")))
     suffix = (("_" + "+".join(args.model) if args.model else "") + ("_seed" + "+".join(map(str, args.seed)) if args.seed else "")
               + (f"_cell{args.cell}" if args.cell is not None else ""))
     summary = write_summary(rows, runs_dir / f"grid_summary_{name}{suffix}.json", time.time() - t0,
