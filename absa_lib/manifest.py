@@ -110,7 +110,7 @@ def finalize(results_dir: str | Path, figures_dir: str | Path, profile: str | No
     on_disk = sorted({_rel(p, base) for d in (results_dir, figures_dir) if d.is_dir()
                       for p in d.rglob("*") if p.is_file() and not p.name.startswith(".")})
     ref = [f for f in on_disk if reference.is_dir() and (base / f).resolve().is_relative_to(reference.resolve())]
-    own = {_rel(results_dir / NAME, base)}
+    own = {_rel(results_dir / NAME, base), *(_rel(d / "README.md", base) for d in (results_dir, figures_dir))}  # docs
     manifest["reference"] = ref
     manifest["unattributed"] = [f for f in on_disk if f not in manifest.get("files", {}) and f not in ref
                                 and f not in own and "/runs/" not in f"/{f}"]

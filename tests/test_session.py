@@ -111,6 +111,9 @@ def test_manifest_records_notebooks_and_finds_unclaimed_files(tmp_path):
     (results / "t.csv").write_text("a\n")
     (figures / "f.png").write_bytes(b"png")
     (figures / "stray.png").write_bytes(b"?")
+    for folder in (results, figures, figures / "sub"):          # the folders' own READMEs are docs, not outputs
+        folder.mkdir(exist_ok=True)
+        (folder / "README.md").write_text("# what is here\n")
     (results / "reference" / "runs").mkdir(parents=True)
     (results / "reference" / "runs" / "config.json").write_text("{}")
     manifest.record(results, "03_qacg_bert", "smoke", [results / "t.csv", figures / "f.png"], ["abc", "abc"], {"seeds": [1]})
@@ -119,7 +122,7 @@ def test_manifest_records_notebooks_and_finds_unclaimed_files(tmp_path):
     assert m["files"]["results/t.csv"]["notebook"] == "03_qacg_bert"
     assert m["files"]["figures/f.png"]["sha256"] == manifest.sha256(figures / "f.png")
     assert m["notebooks"]["03_qacg_bert"]["run_ids"] == ["abc"] and m["profile"] == "smoke"
-    assert m["unattributed"] == ["figures/stray.png"]
+    assert m["unattributed"] == ["figures/stray.png", "figures/sub/README.md"]
     assert m["reference"] == ["results/reference/runs/config.json"]
     # a notebook's new entry replaces the old one; identical outputs give identical bytes
     before = (results / "MANIFEST.json").read_bytes()
