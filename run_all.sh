@@ -97,9 +97,9 @@ ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS
   fi
   # force_retrain: the grid has just retrained every run once; the notebooks collect them (forced
   # again, each notebook would retrain its runs one at a time, and the runs notebooks share twice)
-  if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1])).get('force_retrain') else 1)" "$PARAMS"; then
-    "$PY" -c "import yaml, sys; p = yaml.safe_load(open(sys.argv[1])); p['force_retrain'] = False
-open(sys.argv[2], 'w').write(yaml.safe_dump(p, sort_keys=False))" "$PARAMS" "$OUT/params_notebooks.yaml"
+  if "$PY" -c "import yaml, sys; p = yaml.safe_load(open(sys.argv[1]))
+if not p.get('force_retrain'): sys.exit(1)
+open(sys.argv[2], 'w').write(yaml.safe_dump({**p, 'force_retrain': False}, sort_keys=False))" "$PARAMS" "$OUT/params_notebooks.yaml"; then
     PARAMS="$OUT/params_notebooks.yaml"
     echo "[run_all] force_retrain: the grid retrained every run; the notebooks collect them" >&2
   fi

@@ -88,22 +88,23 @@ def check_values(params: dict, source: str) -> None:
         kind, item = _KINDS.get(base), item.removesuffix("]")
         if kind is None or (optional and value is None):
             continue
-        if not _is(value, kind):
+        if not is_kind(value, kind):
             expected = {list: "a list, [a, b] in YAML", dict: "a mapping, {} in YAML"}.get(kind, base)
             raise AbsaError(f"{source}: {name} is {value!r}, expected {expected}"
                             + (" (or null: all)" if optional else ""))
-        odd = [v for v in value if not _is(v, _KINDS[item])] if kind is list and item in _KINDS else []
+        odd = [v for v in value if not is_kind(v, _KINDS[item])] if kind is list and item in _KINDS else []
         if odd:
-            raise AbsaError(f"{source}: {name} is {value!r}: {odd[0]!r} is not {_NAMES[item]}; expected a "
-                            f"list of {_NAMES[item].split(' ', 1)[1]}s")
+            one, many = _NAMES[item]
+            raise AbsaError(f"{source}: {name} is {value!r}: {odd[0]!r} is not {one}; expected a list of {many}")
 
 
-_NAMES = {"int": "a whole number", "str": "a string", "float": "a number", "bool": "a boolean"}
+_NAMES = {"int": ("a whole number", "whole numbers"), "str": ("a string", "strings"),
+          "float": ("a number", "numbers"), "bool": ("true or false", "true or false values")}
 
 
-def _is(value, kind) -> bool:
-    """``isinstance``, where a bool is not a number."""
-    return isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)
+def is_kind(value, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance``, where a bool is not a number (``True == 1`` would pass as seed 1)."""
+    return isinstance(value, kind) if kind in (bool, (bool,)) else isinstance(value, kind) and not isinstance(value, bool)
 
 
 def notebook_parameters() -> dict[str, list[str]]:

@@ -258,6 +258,7 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
     a record lacks (written before the field existed) has its neutral default. Unfinished runs are
     left out; a damaged or edited record is an error (never silently dropped or used)."""
     from absa_lib.config import NEUTRAL_DEFAULTS, RECORD_EXTRAS, TrainConfig
+    from absa_lib.profiles import is_kind
 
     unknown = sorted(set(filters) - set(TrainConfig.__dataclass_fields__) - set(RECORD_EXTRAS))
     if unknown:                                  # a misspelt field would match no run, silently
@@ -265,7 +266,7 @@ def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
                         "TrainConfig fields such as dataset, model, aux, preset, seed, epochs")
     for name, value in filters.items():          # seed='42' would match no run, silently
         kind = _filter_kind(name)
-        if kind and not _is_kind(value, kind[0]):
+        if kind and not is_kind(value, kind[0]):
             raise AbsaError(f"find_runs: {name}={value!r} can match no run; a run records its {name} as {kind[1]}")
     runs = []
     for folder, complete in run_folders(runs_dir):
@@ -293,11 +294,6 @@ def _filter_kind(name: str) -> tuple[tuple[type, ...], str] | None:
     return {bool: ((bool,), "true or false"), str: ((str,), "a string"), dict: ((dict,), "a mapping"),
             int: ((int,), "an integer"), float: ((int, float), "a number"),
             type(None): ((int, type(None)), "an integer or None")}[type(default)]
-
-
-def _is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
-    """``isinstance``, where a bool is not an integer (True == 1 would match seed 1)."""
-    return isinstance(value, bool) if kinds == (bool,) else isinstance(value, kinds) and not isinstance(value, bool)
 
 
 def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
