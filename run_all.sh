@@ -42,7 +42,7 @@ fi
 # checkout has that one's): the package's folder is where relative paths (results/, figures/) lead
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # notebooks run with papermill; without it (or with ABSA_NOTEBOOKS=scripts) their paired scripts run
-# with the same parameters (python -m absa_lib.notebook_script), e.g. on a machine without Jupyter
+# with the same parameters (python -m absa_lib.harness.notebook_script), e.g. on a machine without Jupyter
 NOTEBOOKS="${ABSA_NOTEBOOKS:-$("$PY" -c "import papermill" 2>/dev/null && echo papermill || echo scripts)}"
 
 if [ -z "$PROFILE" ]; then
@@ -52,7 +52,7 @@ if [ -z "$PROFILE" ]; then
     PROFILE=render; why="no CUDA GPU was found, and results/reference/ holds trained runs"
     "$PY" -c "
 from absa_lib.device import cpu_has_native_bf16
-from absa_lib.runner import cost_summary
+from absa_lib.harness.runner import cost_summary
 cost = ('1 h 23 min, its 35 runs and the notebooks, on 2 CPU cores with native bf16, as this one has; '
         'docs/results.md, CPU cost and speed'
         if cpu_has_native_bf16() else '2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed')
@@ -74,7 +74,7 @@ OUT="$ROOT/executed/$PROFILE"            # absolute: papermill opens --stdout-fi
 mkdir -p "$OUT"
 # the profile with the command line's `-p NAME VALUE` changes (names checked before anything runs)
 PARAMS="$OUT/params.yaml"
-"$PY" -m absa_lib.profiles "$ROOT/params/$PROFILE.yaml" "$PARAMS" "$@" || exit 2
+"$PY" -m absa_lib.harness.profiles "$ROOT/params/$PROFILE.yaml" "$PARAMS" "$@" || exit 2
 
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0 TOKENIZERS_PARALLELISM=false
 if [ "$PROFILE" != paper ]; then export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1; fi
@@ -88,7 +88,7 @@ print(p['results_dir'], p['figures_dir'])" "$PARAMS")
 start=$(date +%s)
 if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
   # the benchmark files first (checked; downloaded when missing): every cell of the grid reads them
-  "$PY" -c "import sys, yaml; from absa_lib.session import ensure_data
+  "$PY" -c "import sys, yaml; from absa_lib.harness.session import ensure_data
 ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS" || exit 1
   echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (log: $OUT/grid.log)" >&2
   if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" 2>&1 | tee "$OUT/grid.log" >&2; then
@@ -105,7 +105,7 @@ open(sys.argv[2], 'w').write(yaml.safe_dump({**p, 'force_retrain': False}, sort_
   fi
 fi
 if [ "$NOTEBOOKS" = scripts ]; then
-  run_notebook() { "$PY" -m absa_lib.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }
+  run_notebook() { "$PY" -m absa_lib.harness.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }
 else
   run_notebook() { "$PY" -m papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" -f "$PARAMS" \
       --log-output --no-progress-bar --start-timeout 120 --stdout-file "$OUT/$1.log" --stderr-file "$OUT/$1.log.err"; }
@@ -123,7 +123,7 @@ for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do
   echo "[run_all]   done in $(( $(date +%s) - t0 ))s" >&2
 done
 
-"$PY" -m absa_lib.manifest --profile "$PROFILE" --results-dir "$RESULTS" --figures-dir "$FIGURES"
+"$PY" -m absa_lib.harness.manifest --profile "$PROFILE" --results-dir "$RESULTS" --figures-dir "$FIGURES"
 echo "[run_all] all notebooks ran under '$PROFILE' in $(( $(date +%s) - start ))s" >&2
 echo "[run_all]   tables:    $RESULTS/table1_sentihood.{csv,md} $RESULTS/table2_semeval.{csv,md} $RESULTS/ablations.{csv,md}" >&2
 echo "[run_all]   figures:   $FIGURES/" >&2

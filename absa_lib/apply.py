@@ -18,13 +18,15 @@ import re
 import sys
 from pathlib import Path
 
-from absa_lib import data as D
+from absa_lib.data import datasets as D
+from absa_lib.data.features import encode_examples
 from absa_lib.errors import AbsaError
-from absa_lib.features import encode_examples
+from absa_lib.evaluation.inference import class_probabilities, predict_probs
+from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
-from absa_lib.inference import class_probabilities, predict_probs
-from absa_lib.predictions import label_columns
-from absa_lib.runs import Run, load_run
+from absa_lib.models import load_tokenizer
+from absa_lib.training.config import config_from_record
+from absa_lib.training.runs import Run, load_run
 
 
 def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
@@ -166,8 +168,6 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         one ``{"text", "truncated", "predictions": [{"target"?, "location"?, "aspect", "label",
         "probabilities"}]}`` per text, in order.
     """
-    from absa_lib.config import config_from_record
-    from absa_lib.models import load_tokenizer
 
     prefix = _error_prefixes(texts, targets, locations, names)
     run = run if isinstance(run, Run) else load_run(run)

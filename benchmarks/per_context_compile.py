@@ -69,8 +69,8 @@ def measure(way: str, args, device) -> dict:
     import torch
 
     from absa_lib.device import compiled
-    from absa_lib.models.per_context import build_per_context
-    from absa_lib.optim import adamw
+    from absa_lib.models.registry import build_per_context
+    from absa_lib.training.optim import adamw
 
     torch._dynamo.reset()
     torch.manual_seed(0)

@@ -3,7 +3,7 @@
 On a GPU a training step's forward and backward can be one CUDA graph, but its update is Python
 walking over every parameter tensor: BERT-single holds K classifiers (105 tensors each on MiniLM,
 840 for SentiHood's eight), so that walk may cost more than the arithmetic. This script measures
-the walk alone: the model's real parameter list and optimizer groups (``absa_lib.optim``, as
+the walk alone: the model's real parameter list and optimizer groups (``absa_lib.training.optim``, as
 training builds them), every tensor shrunk to one element, so the time is the host's, not the
 arithmetic's. Two cases: every classifier with gradients (mixed batches: the stacked step) and
 one (per-context batches: the other K-1 have none, as Adam skips them).
@@ -20,12 +20,12 @@ import time
 
 import torch
 
-from absa_lib import data as D
 from absa_lib.commands import positive
-from absa_lib.config import TrainConfig
+from absa_lib.data import datasets as D
 from absa_lib.errors import AbsaError
-from absa_lib.models.per_context import build_per_context
-from absa_lib.optim import build_optimizer
+from absa_lib.models.registry import build_per_context
+from absa_lib.training.config import TrainConfig
+from absa_lib.training.optim import build_optimizer
 
 
 def timed(fn, steps: int) -> float:

@@ -54,7 +54,7 @@ results_dir: str = "executed/smoke/results"  # data_statistics.{csv,md} go here
 figures_dir: str = "executed/smoke/figures"  # the label distribution figure goes here
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("01_data", globals())   # the parameters above, folders, threads, data
 
@@ -70,7 +70,7 @@ notebook = setup("01_data", globals())   # the parameters above, folders, thread
 # > predefined aspect list A = {price, anecdotes, food, ambience, service}."
 #
 # So every (sentence, target, aspect), or (sentence, aspect), is one example.
-# `absa_lib.data.load_examples` builds them from the raw files, in the order of Sun et al.'s
+# `absa_lib.data.datasets.load_examples` builds them from the raw files, in the order of Sun et al.'s
 # published NLI_M files: groups of 4 consecutive examples (one SentiHood sentence and target,
 # aspects general, price, safety, transit-location) or 5 (one SemEval sentence). The metrics rely
 # on this grouping (strict accuracy needs all 4 aspects of a group right).
@@ -78,8 +78,9 @@ notebook = setup("01_data", globals())   # the parameters above, folders, thread
 # %%
 import pandas as pd
 
-from absa_lib import data, data_overview, plots, tables
-from absa_lib.session import show_table
+from absa_lib import data
+from absa_lib.harness.session import show_table
+from absa_lib.reports import data_overview, plots, tables
 
 examples = {(ds, split): data.load_examples(ds, split, notebook.data_dir)
             for ds in data.DATASETS for split in data.SPLITS}
@@ -150,7 +151,7 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "data_label_di
 # `location - 1` in the model text, as in the published files.
 
 # %%
-from absa_lib.features import encode_examples
+from absa_lib.data.features import encode_examples
 from absa_lib.models import load_tokenizer
 
 example = next(e for e in examples[("sentihood", "test")] if e.key == ("583", "LOCATION1", "price"))

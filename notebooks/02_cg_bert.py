@@ -69,7 +69,7 @@ results_dir: str = "executed/smoke/results"  # CG-BERT's run records are copied 
 figures_dir: str = "executed/smoke/figures"  # CG-BERT's training curves go here
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("02_cg_bert", globals())   # the parameters above, folders, threads, data
 
@@ -111,8 +111,8 @@ notebook = setup("02_cg_bert", globals())   # the parameters above, folders, thr
 # $$C^{(l)} = [E_c; X^{(l-1)}]\, W_c^{(l)\top} + b_c^{(l)} + E_c, \qquad E_c = \mathbf{1}_n e_c^\top .$$
 
 # %%
+from absa_lib.harness.session import show_source, show_table
 from absa_lib.models import CGBertSelfAttention
-from absa_lib.session import show_source, show_table
 
 show_source(CGBertSelfAttention.context_matrix)   # C = [E_c; X] W_cᵀ + b_c + E_c
 show_source(CGBertSelfAttention.forward)          # Eq. 2, Eq. 3, then softmax(Q̂ K̂ᵀ / √d_h)
@@ -139,12 +139,13 @@ show_table(pd.DataFrame([{"field": name, "paper": paper, "official": official}
 # %%
 import torch
 
-from absa_lib import data, figure_data
-from absa_lib.analysis import extract_components
-from absa_lib.features import encode_batch
-from absa_lib.figure_data import find_example
-from absa_lib.inputs import model_sizes
+from absa_lib import data
+from absa_lib.data.features import encode_batch
+from absa_lib.data.inputs import model_sizes
+from absa_lib.evaluation.analysis import extract_components
 from absa_lib.models import build_model, load_tokenizer, parameter_breakdown
+from absa_lib.reports import figure_data
+from absa_lib.reports.figure_data import find_example
 
 torch.manual_seed(0)
 test = data.load_examples("sentihood", "test", notebook.data_dir)
@@ -176,8 +177,9 @@ print("context ids:", batch["context_ids"].tolist(), "| parameters:", parameter_
 # epoch by default and the **test-best** epoch (the official code's protocol) beside it.
 
 # %%
-from absa_lib import grid, plots, tables
-from absa_lib.session import show_markdown
+from absa_lib.harness import grid
+from absa_lib.harness.session import show_markdown
+from absa_lib.reports import plots, tables
 
 grid_runs = {}
 for ds in datasets:                     # the CG-BERT rows of the dataset's table

@@ -73,7 +73,7 @@ results_dir: str = "executed/smoke/results"  # table1_sentihood / table2_semeval
 figures_dir: str = "executed/smoke/figures"  # QACG-BERT's training curves go here
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("03_qacg_bert", globals())   # the parameters above, folders, threads, data
 
@@ -131,8 +131,8 @@ notebook = setup("03_qacg_bert", globals())   # the parameters above, folders, t
 # and biases in the $\lambda$-layers (docs/paper_notes.md §3.4).
 
 # %%
+from absa_lib.harness.session import show_source, show_table
 from absa_lib.models import QACGBertSelfAttention
-from absa_lib.session import show_source, show_table
 
 show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
 
@@ -144,12 +144,13 @@ show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
 # %%
 import torch
 
-from absa_lib import data, figure_data
-from absa_lib.analysis import extract_components
-from absa_lib.features import encode_batch
-from absa_lib.figure_data import find_example
-from absa_lib.inputs import model_sizes
+from absa_lib import data
+from absa_lib.data.features import encode_batch
+from absa_lib.data.inputs import model_sizes
+from absa_lib.evaluation.analysis import extract_components
 from absa_lib.models import build_model, load_tokenizer
+from absa_lib.reports import figure_data
+from absa_lib.reports.figure_data import find_example
 
 torch.manual_seed(0)
 test = data.load_examples("sentihood", "test", notebook.data_dir)
@@ -186,8 +187,9 @@ print(f"paper preset at initialisation, {valid[0, 0].sum().item()} tokens: max |
 # to fill their rows of the full tables.
 
 # %%
-from absa_lib import grid, plots, tables
-from absa_lib.session import show_markdown
+from absa_lib.harness import grid
+from absa_lib.harness.session import show_markdown
+from absa_lib.reports import plots, tables
 
 grid_runs, cg_runs = {}, {}
 for ds in datasets:                     # the rows of the dataset's table
@@ -241,7 +243,7 @@ if allow_training:
 # (`04_ablations` §3).
 
 # %%
-from absa_lib import plateau
+from absa_lib.reports import plateau
 
 spread = plateau.spread_table(all_runs)
 md = plateau.spread_markdown(spread)

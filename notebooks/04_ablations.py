@@ -80,7 +80,7 @@ results_dir: str = "executed/smoke/results"  # ablations.{csv,md} and the ablati
 figures_dir: str = "executed/smoke/figures"  # the ablation bar chart goes here
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("04_ablations", globals())   # the parameters above, folders, threads, data
 
@@ -94,14 +94,14 @@ notebook = setup("04_ablations", globals())   # the parameters above, folders, t
 # without auxiliary sentence is the reference of the two rows after it (a spec names its reference
 # in `reference` when it is not the first of its model); BERT-single with one context per batch
 # (the tables' row) is the reference of BERT-single with mixed batches. The list
-# lives in `absa_lib/ablations.py`, because the grid runner (`absa grid`, run by `run_all.sh`
+# lives in `absa_lib/harness/ablations.py`, because the grid runner (`absa grid`, run by `run_all.sh`
 # before the notebooks) trains the same runs; here it is, as written:
 
 # %%
 import pandas as pd
 
-from absa_lib import ablations
-from absa_lib.session import show_definition, show_markdown, show_table
+from absa_lib.harness import ablations
+from absa_lib.harness.session import show_definition, show_markdown, show_table
 
 show_definition(ablations, "ABLATIONS")
 
@@ -123,7 +123,7 @@ show_table(pd.DataFrame(changes))
 # Training them (or fetching them from the run cache) on `ablation_dataset`, one run per seed:
 
 # %%
-from absa_lib import grid
+from absa_lib.harness import grid
 
 grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seeds, notebook.train_base,
                           notebook.dirs.runs, allow_training, force_retrain, notebook.data_dir)
@@ -139,9 +139,9 @@ grid_runs = grid.run_grid(ablations.ABLATIONS, [ablation_dataset], ablation_seed
 # metric as a dashed line.
 
 # %%
-from absa_lib import plots, tables, variant_tables
-from absa_lib.metrics import SELECTION_METRIC
-from absa_lib.paper_numbers import DATASET_NAMES
+from absa_lib.evaluation.metrics import SELECTION_METRIC
+from absa_lib.reports import plots, tables, variant_tables
+from absa_lib.reports.paper_numbers import DATASET_NAMES
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
 # the floor, as in Tables 1-2, on the test examples the runs were scored on
@@ -171,7 +171,7 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "ablations")
 # best trivial predictor on the test set, as in the bar chart).
 
 # %%
-from absa_lib import figure_data
+from absa_lib.reports import figure_data
 
 stall = [spec for spec in ablations.ABLATIONS if spec.reference == "CG-BERT (no aux)"]
 pairs = [(spec.label, run) for spec in stall for run in grid_runs.get((ablation_dataset, spec.label), [])]

@@ -73,13 +73,15 @@ figures_dir: str = "executed/smoke/figures"  # Figures 3, 4 and 5 go here
 reference_dir: str = "results/reference"     # committed analysis arrays (render draws them)
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("05_figures", globals())   # the parameters above, folders, threads, data
 
 # %%
-from absa_lib import data, figure_data, grid, plots
-from absa_lib.session import compute_or_load, show_table
+from absa_lib import data
+from absa_lib.harness import grid
+from absa_lib.harness.session import compute_or_load, show_table
+from absa_lib.reports import figure_data, plots
 
 spec = grid.Spec("QACG-BERT", "qacg-bert", "none")
 grid_runs = grid.run_grid([spec], ["sentihood"], seeds[:1], notebook.train_base, notebook.dirs.runs,

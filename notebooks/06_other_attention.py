@@ -29,9 +29,9 @@
 #
 # | system | source | module | idea |
 # |---|---|---|---|
-# | ATAE-LSTM, AE-LSTM, AT-LSTM | Wang et al. 2016 (the family behind the attention-LSTM article) | `absa_lib.models.alstm` | an LSTM over frozen word vectors, the aspect in its input and/or its attention |
-# | MAN-BERT | Qiang et al. 2020, as used after BERT by the multitask BERT report | `absa_lib.models.man` | one attention head per aspect, pushed onto different tokens by an orthogonality regulariser |
-# | OA-BERT | Khandelwal & Attar 2021 | `absa_lib.models.orthogonal` | attention over the *query* axis for every context word |
+# | ATAE-LSTM, AE-LSTM, AT-LSTM | Wang et al. 2016 (the family behind the attention-LSTM article) | `absa_lib.models.other.alstm` | an LSTM over frozen word vectors, the aspect in its input and/or its attention |
+# | MAN-BERT | Qiang et al. 2020, as used after BERT by the multitask BERT report | `absa_lib.models.other.man` | one attention head per aspect, pushed onto different tokens by an orthogonality regulariser |
+# | OA-BERT | Khandelwal & Attar 2021 | `absa_lib.models.other.orthogonal` | attention over the *query* axis for every context word |
 # | joint objective, dynamic task weights | the multitask BERT report | `absa_lib.models.joint` | aspect categorization and sentiment as two heads, weighted by their dev losses |
 #
 # `docs/other_attention.md` records every reading of an ambiguous source as an option with its
@@ -82,7 +82,7 @@ figures_dir: str = "executed/smoke/figures"  # the attention comparison figure g
 reference_dir: str = "results/reference"     # committed arrays, drawn when no model is trained
 
 # %%
-from absa_lib.session import setup
+from absa_lib.harness.session import setup
 
 notebook = setup("06_other_attention", globals())   # the parameters above, folders, threads, data
 
@@ -110,12 +110,12 @@ notebook = setup("06_other_attention", globals())   # the parameters above, fold
 import torch
 
 from absa_lib import data
-from absa_lib.features import encode_batch
-from absa_lib.figure_data import find_example
-from absa_lib.inputs import model_sizes
+from absa_lib.data.features import encode_batch
+from absa_lib.data.inputs import model_sizes
+from absa_lib.harness.session import show_source, show_table
 from absa_lib.models import build_model, load_tokenizer
-from absa_lib.models.alstm import ALSTMModel
-from absa_lib.session import show_source, show_table
+from absa_lib.models.other.alstm import ALSTMModel
+from absa_lib.reports.figure_data import find_example
 
 SENTENCE = ("745", "LOCATION1")     # Figure 5's sentence: "LOCATION1 is nice, but it's not cheap"
 SENTIHOOD = model_sizes("sentihood")          # num_labels 3, num_contexts 8, num_aspects 4
@@ -155,8 +155,8 @@ for score in ("paper", "joint"):
 # collapse next to the intended model.
 
 # %%
-from absa_lib.analysis import extract_attention
-from absa_lib.models.man import man_attention
+from absa_lib.evaluation.analysis import extract_attention
+from absa_lib.models.other.man import man_attention
 
 show_source(man_attention)
 for ortho in ("eq9", "code_literal"):
@@ -185,7 +185,7 @@ for ortho in ("eq9", "code_literal"):
 # and the readout at [CLS].
 
 # %%
-from absa_lib.models.orthogonal import OrthogonalAttention
+from absa_lib.models.other.orthogonal import OrthogonalAttention
 
 show_source(OrthogonalAttention.forward)
 show_source(OrthogonalAttention.pair_features)
@@ -226,8 +226,9 @@ show_source(joint.updated_weights)
 # %%
 import pandas as pd
 
-from absa_lib import grid, paper_numbers, tables, variant_tables
-from absa_lib.session import show_markdown
+from absa_lib.harness import grid
+from absa_lib.harness.session import show_markdown
+from absa_lib.reports import paper_numbers, tables, variant_tables
 
 grids, runs = {}, []
 for ds in datasets:
@@ -263,8 +264,8 @@ show_table(pd.DataFrame(rows))
 # where the weight goes, not how much.
 
 # %%
-from absa_lib import figure_data, plots
-from absa_lib.session import compute_or_load, find_analysis
+from absa_lib.harness.session import compute_or_load, find_analysis
+from absa_lib.reports import figure_data, plots
 
 COMPARED = ("MAN-BERT", "OA-BERT", "ATAE-LSTM", "QACG-BERT")     # rows: runs that read the sentence alone
 fig_specs = [s for s in grid.other_attention_specs("sentihood") if s.label in COMPARED]

@@ -5,13 +5,13 @@
 
 Without the auxiliary sentence the context id is the model's only clue to the target and aspect.
 For each variant, over the seeds of the new layers' initialisation, it prints (mean over seeds)
-:func:`absa_lib.analysis.context_signal` computed in float64 (at initialisation the effect is far
+:func:`absa_lib.evaluation.analysis.context_signal` computed in float64 (at initialisation the effect is far
 below float32's resolution):
 
 - the sd of the logits across the context ids for the same sentences, and its ratio to the sd
   across sentences;
 - the norm of the gradient that reaches the context embedding table from the training loss;
-- for CG-BERT, :func:`absa_lib.analysis.attention_entropy`: how flat its attention starts (a gate
+- for CG-BERT, :func:`absa_lib.evaluation.analysis.attention_entropy`: how flat its attention starts (a gate
   that starts open scales the pretrained attention scores down), beside the uniform attention's.
 
 Numbers, not timings: it reads the data from ``$ABSA_DATA_DIR`` (or ``--data-dir``).
@@ -24,11 +24,11 @@ import argparse
 import numpy as np
 import torch
 
-from absa_lib import data
-from absa_lib.analysis import attention_entropy, context_signal
 from absa_lib.commands import positive
+from absa_lib.data import datasets as data
+from absa_lib.data.features import encode_batch
 from absa_lib.errors import AbsaError
-from absa_lib.features import encode_batch
+from absa_lib.evaluation.analysis import attention_entropy, context_signal
 from absa_lib.models import build_model, load_tokenizer
 
 VARIANTS = {  # label: (model, preset, overrides)

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from absa_lib import data
-from absa_lib.analysis import batch_inputs
 from absa_lib.commands import positive
+from absa_lib.data import datasets as data
+from absa_lib.data.features import encode_batch
 from absa_lib.errors import AbsaError
-from absa_lib.features import encode_batch
+from absa_lib.evaluation.analysis import batch_inputs
 from absa_lib.models import build_model, load_tokenizer
 from absa_lib.models.backbones import read_weights
 

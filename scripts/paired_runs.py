@@ -41,11 +41,11 @@ import statistics
 import sys
 
 from absa_lib.commands import positive
-from absa_lib.config import NEUTRAL_DEFAULTS, TrainConfig
 from absa_lib.errors import AbsaError
-from absa_lib.paper_numbers import METRICS
-from absa_lib.runs import describe, find_runs
-from absa_lib.tables import aggregate_metrics
+from absa_lib.reports.paper_numbers import METRICS
+from absa_lib.reports.tables import aggregate_metrics
+from absa_lib.training.config import NEUTRAL_DEFAULTS, TrainConfig
+from absa_lib.training.runs import describe, find_runs
 
 NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
 MACHINE = "machine"                                # the pseudo-field: same configuration, another machine

@@ -6,9 +6,9 @@
 #
 #   bash scripts/remote_node.sh CARRY BUNDLE UNTIL START_OPTIONS... [-- WAIT_OPTIONS...]
 #
-#   CARRY          what `absa remote carry` wrote (minilm/ and data/)
-#   START_OPTIONS  of `absa remote start`, e.g. --profile gpu -p seeds '[44]' --grid tables:all:12
-#   WAIT_OPTIONS   of `absa remote wait`, e.g. --analysis --analysis-seed 44
+#   CARRY          what `python scripts/remote.py carry` wrote (minilm/ and data/)
+#   START_OPTIONS  of `python scripts/remote.py start`, e.g. --profile gpu -p seeds '[44]' --grid tables:all:12
+#   WAIT_OPTIONS   of `python scripts/remote.py wait`, e.g. --analysis --analysis-seed 44
 #
 # The interpreter is $ABSA_PYTHON (default python3) as it is: nothing is installed; it needs torch,
 # transformers, pandas, matplotlib, seaborn, scikit-learn and PyYAML.
@@ -51,8 +51,8 @@ if [ -f "$CARRY/inductor.tar.gz" ] && [ ! -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
   fi
 fi
 cd "$ROOT"
-"$PY" -m absa_lib.cli remote start "${START[@]}"
-"$PY" -m absa_lib.cli remote wait --until "$UNTIL" --bundle "$BUNDLE" "${WAIT[@]+"${WAIT[@]}"}"
+"$PY" "$ROOT/scripts/remote.py" start "${START[@]}"
+"$PY" "$ROOT/scripts/remote.py" wait --until "$UNTIL" --bundle "$BUNDLE" "${WAIT[@]+"${WAIT[@]}"}"
 # The cache, whole or not at all. Packing takes time the command may not have (on an H200, 195 MB
 # packed for over 20 s and came to 29 MiB): over $ABSA_INDUCTOR_MAX_DISK_MIB on disk (default 64, the
 # whole carry) it is not packed, and packing is cut off after 20 s. It is packed outside the bundle's

@@ -4,7 +4,7 @@
     python scripts/selection_spread.py results/reference/runs --epochs 25 --last 5
 
 The tables report each run at the epoch where the dataset's selection metric (SentiHood: strict
-accuracy; SemEval: aspect F1) is best on dev (absa_lib/plateau.py says why that can cost another
+accuracy; SemEval: aspect F1) is best on dev (absa_lib/reports/plateau.py says why that can cost another
 metric). For every finished run under RUNS (of DATASET and with EPOCHS epochs, when given) this
 prints, per table metric (in %, as the tables show them), the test value at the dev-best epoch,
 the mean over the last K epochs (the plateau) and the test set's best epoch (optimistic, for scale);
@@ -19,9 +19,9 @@ import sys
 
 from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
-from absa_lib.paper_numbers import METRICS
-from absa_lib.plateau import LAST, epoch_spread, spread_markdown, spread_table
-from absa_lib.runs import describe, find_runs
+from absa_lib.reports.paper_numbers import METRICS
+from absa_lib.reports.plateau import LAST, epoch_spread, spread_markdown, spread_table
+from absa_lib.training.runs import describe, find_runs
 
 
 def main(argv: list[str] | None = None) -> int:

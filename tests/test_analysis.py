@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from absa_lib.analysis import attention_entropy, context_signal, extract_components, gradient_sensitivity
 from absa_lib.errors import AbsaError
+from absa_lib.evaluation.analysis import (
+    attention_entropy,
+    context_signal,
+    extract_components,
+    gradient_sensitivity,
+)
 from absa_lib.models import build_model, load_tokenizer
 
 

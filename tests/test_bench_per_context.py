@@ -12,7 +12,8 @@ import torch
 from absa_lib.cli import main
 from absa_lib.commands import bench
 from absa_lib.models import count_parameters, load_tokenizer
-from absa_lib.models.per_context import PerContextModel, build_for_training, step_routing
+from absa_lib.models.bert_single import PerContextModel, step_routing
+from absa_lib.models.registry import build_for_training
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from absa_lib.models.per_context import build_per_context
+from absa_lib.models.registry import build_per_context
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_update", ROOT / "benchmarks" / "update_overhead.py")

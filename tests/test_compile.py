@@ -14,12 +14,12 @@ import re
 import pytest
 import torch
 
-from absa_lib import config as run_config
 from absa_lib import device as DV
+from absa_lib.data.features import Encoded, collate
 from absa_lib.errors import AbsaError
-from absa_lib.features import Encoded, collate
 from absa_lib.models import build_model
-from absa_lib.models.per_context import build_per_context
+from absa_lib.models.registry import build_per_context
+from absa_lib.training import config as run_config
 
 
 def test_compile_is_validated_and_left_out_of_the_identity_when_off():
@@ -136,7 +136,7 @@ def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_
 
 def test_training_compiles_bert_single_sparse_on_per_context_batches_and_stacked_on_mixed(monkeypatch, tmp_path,
                                                                                           real_data_dir):
-    from absa_lib import training
+    from absa_lib.training import loop as training
 
     asked = []
 
@@ -168,7 +168,7 @@ def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serv
 
     from torch._dynamo.utils import counters
 
-    from absa_lib import training
+    from absa_lib.training import loop as training
 
     assert DV.pad_multiple("default", "stacked", 96) == DV.pad_multiple("reduce-overhead", "stacked", 96) == 96
     assert DV.pad_multiple("default", "sparse", 96) == DV.pad_multiple("default", None, 96) == DV.COMPILE_PAD_MULTIPLE
@@ -191,7 +191,7 @@ def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serv
 
 
 def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
-    from absa_lib import training
+    from absa_lib.training import loop as training
 
     def broken(model, mode, routing=None):
         def step(**batch):
@@ -304,7 +304,7 @@ def test_bert_single_stacked_routing_gives_the_sparse_logits_loss_and_gradients(
     """Stacked routing (the K models vmapped over their stacked parameters, one call) computes each
     row with its own context's model, as sparse routing does, padding mask included, and its
     gradients reach each model's own parameters; the absent contexts' zero gradients are dropped."""
-    from absa_lib.models.per_context import PerContextModel
+    from absa_lib.models.bert_single import PerContextModel
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=8, num_aspects=4).eval()  # no dropout
@@ -333,7 +333,7 @@ def test_bert_single_stacked_routing_draws_each_models_own_dropout():
     sent to model 0 and then, from the same random state, to model 1 gives different logits (each
     model its own draw; vmap's ``randomness='same'`` would give both model 0's draw, correlating the K
     classifiers' noise, which dense routing, K separate calls, never did). Without dropout they agree."""
-    from absa_lib.models.per_context import PerContextModel
+    from absa_lib.models.bert_single import PerContextModel
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).train()
@@ -418,7 +418,7 @@ def test_bert_single_stacked_routing_runs_on_the_gpus_fused_attention(gpu_like_a
     and in the tables' runs, still uses it), and, eager, traced as ``torch.compile`` traces it, or
     compiled by inductor (CPU code; about 20 s), gives the sparse logits, loss and gradients
     (padding included)."""
-    from absa_lib.models.per_context import PerContextModel, RoutedStep
+    from absa_lib.models.bert_single import PerContextModel, RoutedStep
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
@@ -447,7 +447,7 @@ def test_bert_single_stacked_routing_trains_on_the_math_attention(backend):
     and dropout, under ``vmap``), as a GPU takes it. In eval mode it gives the sparse logits; in
     training, under bf16 autocast, each model draws its own dropout and exactly the present
     contexts' models get gradients, eager, traced, or compiled by inductor (about 30 s)."""
-    import absa_lib.models.per_context as per_context
+    import absa_lib.models.bert_single as per_context
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4).eval()
@@ -487,7 +487,7 @@ def test_after_a_stacked_step_the_absent_contexts_get_no_adam_step():
     """`skip_absent_contexts`, which training and `absa bench` call after the backward pass: a
     stacked (dense) step leaves zero gradients on the classifiers without rows in the batch, and
     they become None, so AdamW skips them; after a sparse step there is nothing to do."""
-    from absa_lib.models.per_context import PerContextModel, RoutedStep, skip_absent_contexts
+    from absa_lib.models.bert_single import PerContextModel, RoutedStep, skip_absent_contexts
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4)

@@ -1,4 +1,4 @@
-"""absa_lib.data: examples rebuilt from the raw files equal the published NLI_M files; variants, errors."""
+"""absa_lib.data.datasets: examples rebuilt from the raw files equal the published NLI_M files; variants, errors."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from tokenizers.normalizers import BertNormalizer
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
-from absa_lib import data as D
-from absa_lib import inputs as model_inputs
+from absa_lib.data import datasets as D
+from absa_lib.data import inputs as model_inputs
 from absa_lib.errors import AbsaError
 
 SEMEVAL_SHORT = ("price", "anecdotes", "food", "ambience", "service")

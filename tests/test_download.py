@@ -1,4 +1,4 @@
-"""absa_lib.download: pinned files, atomic download with fallback, verification messages.
+"""absa_lib.data.download: pinned files, atomic download with fallback, verification messages.
 
 No real network: downloads come from a local HTTP server on 127.0.0.1 (or file:// URLs) that
 serves the small fixture files, with pins computed for those fixtures.
@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import pytest
 
-from absa_lib import download as DL
+from absa_lib.data import download as DL
 from absa_lib.errors import AbsaError
 
 RAW = ("sentihood/sentihood-train.json", "sentihood/sentihood-dev.json", "sentihood/sentihood-test.json",

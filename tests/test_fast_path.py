@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from absa_lib import config as run_config
 from absa_lib import device as DV
-from absa_lib import inference, optim, runs, training
+from absa_lib.data.features import Encoded, by_length, length_grouped, sequential
 from absa_lib.errors import AbsaError
-from absa_lib.features import Encoded, by_length, length_grouped, sequential
+from absa_lib.evaluation import inference
+from absa_lib.training import config as run_config
+from absa_lib.training import optim, runs, splits
 
 
 def small(**kw) -> run_config.TrainConfig:
@@ -51,9 +52,9 @@ def test_length_grouped_batches_cover_every_input_once_with_less_padding():
 def test_epoch_batches_grouped_is_a_permutation_that_changes_per_epoch():
     enc = fake_encoded(np.random.default_rng(0).integers(3, 40, 200).tolist())
     cfg = small(group_by_length=True, batch_size=16)
-    e1, e2 = training.epoch_batches(cfg, enc, 1), training.epoch_batches(cfg, enc, 2)
+    e1, e2 = splits.epoch_batches(cfg, enc, 1), splits.epoch_batches(cfg, enc, 2)
     assert sorted(sum(e1, [])) == list(range(200)) and e1 != e2
-    assert training.epoch_batches(cfg, enc, 1) == e1
+    assert splits.epoch_batches(cfg, enc, 1) == e1
 
 
 def test_by_length_sorts_inference_batches():
@@ -91,7 +92,7 @@ def test_auto_precision_resolves_by_device(monkeypatch):
 
 
 def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():
-    from absa_lib.features import collate
+    from absa_lib.data.features import collate
     from absa_lib.models import build_model
 
     torch.manual_seed(0)
@@ -172,7 +173,7 @@ def test_constant_schedule_holds_after_warmup():
 
 
 def test_mean_pooling_is_an_option_not_the_default():
-    from absa_lib.features import collate
+    from absa_lib.data.features import collate
     from absa_lib.models import build_model
 
     torch.manual_seed(0)
@@ -198,7 +199,7 @@ def test_the_papers_head_reads_the_last_cls_state_without_a_bias(name, tmp_path)
     # §3.5: y = softmax(e_CLS W_CLSᵀ); the presets keep the official pooler head
     from transformers import AutoModel
 
-    from absa_lib.features import collate
+    from absa_lib.data.features import collate
     from absa_lib.models import build_model
 
     model = build_model(name, backbone="tiny", num_labels=3, num_contexts=8, pooling="cls_state").eval()
@@ -223,12 +224,12 @@ def test_tokenized_once_per_process(monkeypatch):
     from absa_lib.models import load_tokenizer
 
     calls = []
-    real = training.encode_examples
-    monkeypatch.setattr(training, "encode_examples", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = splits.encode_examples
+    monkeypatch.setattr(splits, "encode_examples", lambda *a, **k: calls.append(1) or real(*a, **k))
     tok = load_tokenizer("tiny")
     cfg = small(max_train_examples=17)
-    first = training.prepare_split(cfg, "train", tok)
-    second = training.prepare_split(small(max_train_examples=17, seed=9, model="cg-bert"), "train", tok)
+    first = splits.prepare_split(cfg, "train", tok)
+    second = splits.prepare_split(small(max_train_examples=17, seed=9, model="cg-bert"), "train", tok)
     assert first is second and len(calls) == 1
-    training.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
+    splits.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
     assert len(calls) == 2

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from absa_lib import data as D
 from absa_lib.apply import predict_text, predict_texts
-from absa_lib.checkpoint import CHECKSUMS
 from absa_lib.cli import main
-from absa_lib.config import TrainConfig
+from absa_lib.data import datasets as D
 from absa_lib.errors import AbsaError, RunBusy
 from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.paths import repo_root
-from absa_lib.runs import find_runs
-from absa_lib.training import train
+from absa_lib.training.checkpoint import CHECKSUMS
+from absa_lib.training.config import TrainConfig
+from absa_lib.training.loop import train
+from absa_lib.training.runs import find_runs
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -73,7 +73,7 @@ def flip_byte(path: Path, offset: int = -100) -> None:
 
 def rewrite_checksums(ckpt: Path) -> None:
     """What a swapped-in checkpoint of another run looks like: consistent with its own checksums."""
-    from absa_lib.download import file_sha256
+    from absa_lib.data.download import file_sha256
 
     sums = {p.name: file_sha256(p) for p in sorted(ckpt.iterdir()) if p.is_file() and p.name != CHECKSUMS}
     atomic_write_json(ckpt / CHECKSUMS, sums)
@@ -298,7 +298,7 @@ def test_an_invalid_per_context_file_is_one_error(tmp_path, content):
     """Checkpoints written before AbsaConfig said "K bert-single classifiers" in per_context.json."""
     from absa_lib.models import AbsaModel
     from absa_lib.models.model_config import PER_CONTEXT_MARKER
-    from absa_lib.models.per_context import build_per_context
+    from absa_lib.models.registry import build_per_context
 
     build_per_context(backbone="tiny", num_labels=3, num_contexts=2).save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
@@ -312,7 +312,7 @@ def test_an_invalid_per_context_file_is_one_error(tmp_path, content):
 @pytest.mark.parametrize("value", [0, -1, "8", True])
 def test_an_invalid_classifier_count_is_one_error(tmp_path, value):
     from absa_lib.models import AbsaModel
-    from absa_lib.models.per_context import build_per_context
+    from absa_lib.models.registry import build_per_context
 
     build_per_context(backbone="tiny", num_labels=3, num_contexts=2).save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
@@ -397,7 +397,7 @@ def test_max_length_lower_bound_follows_the_auxiliary_sentence(capsys, tmp_path)
 
 
 def test_unknown_parameter_names_are_an_error_before_anything_runs(tmp_path, capsys):
-    from absa_lib.profiles import main as profiles
+    from absa_lib.harness.profiles import main as profiles
 
     out = tmp_path / "params.yaml"
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", "epocs", "3"]) == 2
@@ -418,7 +418,7 @@ def test_unknown_parameter_names_are_an_error_before_anything_runs(tmp_path, cap
     ("datasets", "sentihood", "datasets is 'sentihood', expected a list"),
 ])
 def test_a_parameter_value_of_the_wrong_type_is_an_error_before_anything_runs(tmp_path, capsys, name, value, needle):
-    from absa_lib.profiles import main as profiles
+    from absa_lib.harness.profiles import main as profiles
 
     out = tmp_path / "params.yaml"
     assert profiles([str(ROOT / "params" / "smoke.yaml"), str(out), "-p", name, value]) == 2
@@ -428,9 +428,17 @@ def test_a_parameter_value_of_the_wrong_type_is_an_error_before_anything_runs(tm
 
 def test_a_misspelt_reference_folder_is_refused_not_read_as_empty(capsys, tmp_path):
     # a node would have trained every committed run again
-    refused(capsys, ["remote", "start", "--profile", "gpu", "--grid", "tables:qacg-bert:1:42", "--work",
-                     str(tmp_path / "work"), "--reference", str(tmp_path / "refrence"), "--dry-run"],
-            f"--reference {tmp_path / 'refrence'}: no such folder")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("remote", ROOT / "scripts" / "remote.py")
+    remote = importlib.util.module_from_spec(spec)
+    sys.modules["remote"] = remote
+    spec.loader.exec_module(remote)
+    assert remote.main(["start", "--profile", "gpu", "--grid", "tables:qacg-bert:1:42", "--work", str(tmp_path / "work"),
+                        "--reference", str(tmp_path / "refrence"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"remote: error: --reference {tmp_path / 'refrence'}: no such folder")
+    assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("profile", ["../params/smoke", "smok", "params/smoke.yaml"])
@@ -446,7 +454,7 @@ def test_run_all_refuses_a_profile_that_is_not_in_the_list(profile):
 
 def test_an_unreadable_data_file_is_named(capsys, monkeypatch):
     """(Mocked: root reads any file; test_data_files_without_permission is the real check.)"""
-    from absa_lib import download
+    from absa_lib.data import download
 
     def denied(path, *args, **kw):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
@@ -503,7 +511,7 @@ def test_out_is_read_only(capsys, tmp_path):
 
 
 def test_the_run_folder_is_checked_before_tokenizing(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(sys.modules["absa_lib.training"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
+    monkeypatch.setattr(sys.modules["absa_lib.training.loop"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
     (tmp_path / "runs").write_text("")
     refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in")
 
@@ -665,11 +673,11 @@ def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(
     for it (one line), then finds it finished or, as here, resumes what the other process left."""
     import threading
 
-    from absa_lib import training
-    from absa_lib.config import run_path
-    from absa_lib.grid import Spec, make_configs, run_grid
+    from absa_lib.harness.grid import Spec, make_configs, run_grid
+    from absa_lib.training import runs
+    from absa_lib.training.config import run_path
 
-    monkeypatch.setattr(training, "BUSY_POLL", 0.1)
+    monkeypatch.setattr(runs, "BUSY_POLL", 0.1)
     spec, base = Spec("QACG-BERT", "qacg-bert", "none"), dict(backbone="tiny", epochs=1, batch_size=16, max_length=48,
                                                               max_train_examples=32, max_eval_examples=20)
     run = run_path(make_configs(spec, "sentihood", [3], **base)[0], tmp_path)

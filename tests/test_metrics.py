@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from absa_lib.errors import AbsaError
-from absa_lib.metrics import (
+from absa_lib.evaluation.metrics import (
     METRIC_KEYS,
     SELECTION_METRIC,
     aggregate_seeds,
@@ -277,7 +277,7 @@ def test_aggregate_seeds_single_run_and_errors():
 
 # ---------------------------------------------------------------- cross-checks on the real test sets
 def _gold(dataset: str, split: str, data_dir) -> np.ndarray:
-    from absa_lib.data import load_examples
+    from absa_lib.data.datasets import load_examples
     return np.array([e.label_id for e in load_examples(dataset, split, data_dir)])
 
 

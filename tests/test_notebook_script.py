@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from absa_lib.errors import AbsaError
-from absa_lib.notebook_script import run_script, with_parameters
-from absa_lib.profiles import notebook_parameters
+from absa_lib.harness.notebook_script import run_script, with_parameters
+from absa_lib.harness.profiles import notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +69,7 @@ def test_the_scripts_declare_what_papermill_sees_in_the_notebooks():
 
 
 def test_a_missing_script_is_one_line(tmp_path, capsys):
-    from absa_lib.notebook_script import main
+    from absa_lib.harness.notebook_script import main
 
     (tmp_path / "p.yaml").write_text("profile: cpu\n")
     assert main([str(tmp_path / "07_missing.py"), str(tmp_path / "p.yaml")]) == 2
@@ -79,7 +79,7 @@ def test_a_missing_script_is_one_line(tmp_path, capsys):
 
 def test_a_misspelt_parameter_in_the_file_is_refused(tmp_path, capsys):
     # it ran with the default (n_hist_examples 20) and exit status 0
-    from absa_lib.notebook_script import main
+    from absa_lib.harness.notebook_script import main
 
     (tmp_path / "typo.yaml").write_text("profile: smoke\nn_hist_exampels: 10\n")
     assert main([str(ROOT / "notebooks" / "05_figures.py"), str(tmp_path / "typo.yaml")]) == 2
@@ -88,7 +88,7 @@ def test_a_misspelt_parameter_in_the_file_is_refused(tmp_path, capsys):
 
 
 def test_markdown_a_script_shows_is_printed_as_text(capsys):
-    from absa_lib.session import show_markdown
+    from absa_lib.harness.session import show_markdown
 
     show_markdown("| a | b |\n|---|---|")
     assert capsys.readouterr().out == "| a | b |\n|---|---|\n"        # not <IPython.core.display.Markdown object>

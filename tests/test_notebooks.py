@@ -115,7 +115,7 @@ def test_render_profile_rebuilds_figures_from_saved_arrays(smoke):
 def test_the_paired_scripts_run_without_jupyter_and_write_the_same_files(smoke, tmp_path):
     """ABSA_NOTEBOOKS=scripts (no papermill): the render of 03 and 05 from their .py scripts gives the
     same bytes as the papermill render above."""
-    from absa_lib.notebook_script import run_script
+    from absa_lib.harness.notebook_script import run_script
 
     base = smoke["base"]
     if not (base / "render" / "figures" / "fig5_attention.png").is_file():

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from absa_lib import config as run_config
-from absa_lib import runs
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
 from absa_lib.models import AbsaModel, build_model, count_parameters, joint
-from absa_lib.models.alstm import glove_table
-from absa_lib.models.man import gram_distance, man_attention
-from absa_lib.models.orthogonal import OrthogonalAttention, gather_query
+from absa_lib.models.other.alstm import glove_table
+from absa_lib.models.other.man import gram_distance, man_attention
+from absa_lib.models.other.orthogonal import OrthogonalAttention, gather_query
+from absa_lib.training import config as run_config
+from absa_lib.training import runs
 
 OTHER = ("atae-lstm", "ae-lstm", "at-lstm", "man-bert", "oa-bert")
 SMALL_LSTM = {"alstm_hidden": 12, "alstm_aspect_dim": 6}
@@ -366,7 +366,7 @@ def test_save_and_load_round_trip(name, tmp_path):
 
 
 def test_token_attention_of_each_model_and_a_clear_error_without_attention():
-    from absa_lib.analysis import extract_attention, token_attention
+    from absa_lib.evaluation.analysis import extract_attention, token_attention
 
     b = batch(pad_second=4)
     for name in ("atae-lstm", "at-lstm", "man-bert", "oa-bert", "qacg-bert", "cg-bert"):
@@ -392,7 +392,7 @@ def small_args(dataset: str, model: str, aux: str, runs, *extra: str) -> list[st
     ("sentihood", "man-bert", "none", ("--objective", "joint")),
 ])
 def test_tiny_training_run_through_absa_train(dataset, model, aux, extra, tmp_path, capsys):
-    from absa_lib.metrics import METRIC_KEYS
+    from absa_lib.evaluation.metrics import METRIC_KEYS
 
     assert main(small_args(dataset, model, aux, tmp_path, *extra)) == 0
     summary = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in the output"))

@@ -1,4 +1,4 @@
-"""Your own data (absa_lib.own_data): the folder format, its checks, training, the run record and
+"""Your own data (absa_lib.data.own_data): the folder format, its checks, training, the run record and
 prediction, on the tiny backbone and the hand-written phone reviews in tests/fixtures/own_data."""
 
 from __future__ import annotations
@@ -9,14 +9,16 @@ import shutil
 import numpy as np
 import pytest
 
-from absa_lib import config as run_config
-from absa_lib import data as D
-from absa_lib import inputs, metrics, own_data, training
 from absa_lib.apply import predict_text, predict_texts
 from absa_lib.cli import main
+from absa_lib.data import datasets as D
+from absa_lib.data import inputs, own_data
 from absa_lib.errors import AbsaError
-from absa_lib.predictions import read_predictions
-from absa_lib.runs import find_runs, load_run
+from absa_lib.evaluation import metrics
+from absa_lib.evaluation.predictions import read_predictions
+from absa_lib.training import config as run_config
+from absa_lib.training import loop as training
+from absa_lib.training.runs import find_runs, load_run
 
 
 @pytest.fixture(autouse=True)
@@ -378,7 +380,7 @@ def test_a_benchmark_exported_in_this_format_reads_back_as_its_examples(dataset,
 
 
 def test_a_summary_of_your_runs_shows_your_metrics_and_your_trivial_rows(trained, phones):
-    from absa_lib.summary import summarize
+    from absa_lib.reports.summary import summarize
 
     text, frame = summarize(trained.path.parents[2], ("dev_best",))
     assert "| Run | Seeds | Epochs chosen | Strict Acc | Macro-P | Macro-R | Macro-F1 | Aspect AUC | Sentiment " \

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from absa_lib import plots
-from absa_lib.figure_data import HIST_RANGES, histogram_counts, merge_histograms, training_curve
+from absa_lib.reports import plots
+from absa_lib.reports.figure_data import HIST_RANGES, histogram_counts, merge_histograms, training_curve
 
 
 def _fig():
@@ -190,7 +190,7 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
 def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_only_when_they_differ():
     from types import SimpleNamespace
 
-    from absa_lib.figure_data import curves_from_runs
+    from absa_lib.reports.figure_data import curves_from_runs
 
     metrics = {"selection_metric": "aspect_strict_acc",
                "epochs": [{"epoch": 1, "train_loss": 0.5, "dev": {"aspect_strict_acc": 0.4},
@@ -218,5 +218,5 @@ def test_figure_data_does_not_import_matplotlib():
     import subprocess
     import sys
 
-    code = "import sys, absa_lib.figure_data; sys.exit('matplotlib' in sys.modules)"
+    code = "import sys, absa_lib.reports.figure_data; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=120).returncode == 0

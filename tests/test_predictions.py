@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from absa_lib.cli import main
-from absa_lib.data import ASPECTS, Example, context_id
+from absa_lib.data.datasets import ASPECTS, Example, context_id
 from absa_lib.errors import AbsaError
-from absa_lib.predictions import read_predictions, write_predictions
+from absa_lib.evaluation.predictions import read_predictions, write_predictions
 
 TEXT = "LOCATION1 is lovely but LOCATION2 is dodgy"
 SH_LABELS = [("LOCATION1", "Positive", "None", "None", "Negative"),
@@ -187,7 +187,7 @@ def _shuffled_file(tmp_path, examples, probs, name: str):
 
 
 def test_evaluate_sentihood_test_end_to_end(tmp_path, capsys, real_data_dir):
-    from absa_lib.data import load_examples
+    from absa_lib.data.datasets import load_examples
     examples = load_examples("sentihood", "test", real_data_dir)
     gold = np.array([e.label_id for e in examples])
     perfect = _evaluate(capsys, _shuffled_file(tmp_path, examples, np.eye(3)[gold], "gold.csv"),
@@ -201,7 +201,7 @@ def test_evaluate_sentihood_test_end_to_end(tmp_path, capsys, real_data_dir):
 
 
 def test_evaluate_semeval_test_end_to_end(tmp_path, capsys, real_data_dir):
-    from absa_lib.data import load_examples
+    from absa_lib.data.datasets import load_examples
     examples = load_examples("semeval", "test", real_data_dir)
     gold = np.array([e.label_id for e in examples])
     perfect = _evaluate(capsys, _shuffled_file(tmp_path, examples, np.eye(5)[gold], "gold.csv"),
@@ -219,13 +219,13 @@ def test_evaluate_semeval_test_end_to_end(tmp_path, capsys, real_data_dir):
 
 
 def test_evaluate_prints_undefined_as_null(monkeypatch, capsys):
-    monkeypatch.setattr("absa_lib.predictions.evaluate_file", lambda *a: {"b": float("nan"), "a": 0.1 + 0.2})
+    monkeypatch.setattr("absa_lib.evaluation.predictions.evaluate_file", lambda *a: {"b": float("nan"), "a": 0.1 + 0.2})
     assert main(["evaluate", "--dataset", "semeval", "--split", "dev", "--predictions", "x.csv"]) == 0
     assert capsys.readouterr().out == '{\n  "a": 0.30000000000000004,\n  "b": null\n}\n'
 
 
 def test_evaluate_errors_are_one_line(tmp_path, capsys, real_data_dir):
-    from absa_lib.data import load_examples
+    from absa_lib.data.datasets import load_examples
     examples = load_examples("sentihood", "dev", real_data_dir)
     path = tmp_path / "p.csv"
     write_predictions(path, examples, np.tile([0.8, 0.1, 0.1], (len(examples), 1)))
@@ -246,7 +246,7 @@ def test_evaluate_errors_are_one_line(tmp_path, capsys, real_data_dir):
 
 def test_evaluate_help_gives_each_benchmark_header(capsys):
     from absa_lib.cli import main
-    from absa_lib.predictions import columns
+    from absa_lib.evaluation.predictions import columns
 
     with pytest.raises(SystemExit):
         main(["evaluate", "--help"])

@@ -12,7 +12,7 @@ from transformers import AutoConfig, AutoModel
 
 from absa_lib.errors import AbsaError
 from absa_lib.models import MODELS, AbsaConfig, AbsaModel, PerContextModel, build_model
-from absa_lib.models.per_context import build_per_context
+from absa_lib.models.registry import build_per_context
 
 
 def _build(name: str, objective: str = "single"):

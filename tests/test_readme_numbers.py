@@ -49,7 +49,7 @@ def _same(readme_cell: str, value: str) -> bool:
 
 
 def _budget(csv_row: dict) -> str:
-    """The README's budget cell of a rendered row (absa_lib.tables.budget_label): `minilm, 25 epochs`."""
+    """The README's budget cell of a rendered row (absa_lib.reports.tables.budget_label): `minilm, 25 epochs`."""
     return csv_row["budget"] if csv_row["source"] == "ours" else "–"
 
 

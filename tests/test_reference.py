@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from absa_lib.config import run_path
-from absa_lib.profiles import load_profile
-from absa_lib.runner import profile_cells
-from absa_lib.runs import load_run
+from absa_lib.harness.profiles import load_profile
+from absa_lib.harness.runner import profile_cells
+from absa_lib.training.config import run_path
+from absa_lib.training.runs import load_run
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 CPU_SEEDS = [42, 43, 44]            # the seeds the README reports for every row of the cpu profile
@@ -25,7 +25,7 @@ def test_the_reference_is_not_empty():
 
 def test_the_docs_count_of_the_reference_runs_and_their_hours_is_the_records():
     """docs/results.md's "In all" sentence, from the records (it fell behind by 15 runs once)."""
-    from absa_lib.runner import recorded_cost
+    from absa_lib.harness.runner import recorded_cost
 
     cost = recorded_cost(REFERENCE / "runs")
     gpu = {name: d for name, d in cost["devices"].items() if name.startswith("NVIDIA")}
@@ -80,8 +80,8 @@ def test_every_gpu_record_is_a_cell_of_the_gpu_profile_as_a_cuda_node_computes_i
     """The 25-epoch runs were trained on CUDA, where precision 'auto' is bf16, on the carried float16
     backbone copy. A code change that alters their identities would make the next GPU session train
     them again under new ids (and `absa remote start` copy them in for nothing): caught here."""
-    import absa_lib.config as C
-    from absa_lib.runs import find_runs
+    import absa_lib.training.config as C
+    from absa_lib.training.runs import find_runs
 
     gpu = [r for r in find_runs(REFERENCE / "runs") if r.env.get("device") == "cuda"]
     assert len(gpu) >= 24
@@ -158,7 +158,7 @@ def test_the_committed_manifest_is_current():
     the checksum of every committed table and figure its file's."""
     import json
 
-    from absa_lib.manifest import sha256
+    from absa_lib.harness.manifest import sha256
 
     root = REFERENCE.parent.parent
     manifest = json.loads((root / "results" / "MANIFEST.json").read_text())

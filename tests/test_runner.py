@@ -14,11 +14,11 @@ import yaml
 
 from absa_lib.cli import build_parser, main
 from absa_lib.commands.train import config_from_args
-from absa_lib.config import TrainConfig
 from absa_lib.errors import AbsaError
-from absa_lib.profiles import load_profile
-from absa_lib.runner import PARTS, profile_cells, train_argv
-from absa_lib.runs import run_seconds
+from absa_lib.harness.profiles import load_profile
+from absa_lib.harness.runner import PARTS, profile_cells, train_argv
+from absa_lib.training.config import TrainConfig
+from absa_lib.training.runs import run_seconds
 
 
 def config_from_argv(argv: list[str]) -> TrainConfig:
@@ -176,7 +176,7 @@ def test_stopping_the_grid_stops_the_runs_it_started(tmp_path):
 
 def mini_profile(tmp_path, **changes) -> tuple:
     """A one-dataset profile of tiny runs in ``tmp_path``: its YAML file, and the run folder of its cell 1."""
-    from absa_lib.config import run_path
+    from absa_lib.training.config import run_path
 
     params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40,
               "max_eval_examples": 20, "max_length": 32, "runs_dir": str(tmp_path / "runs"), **changes}
@@ -210,9 +210,9 @@ def test_by_default_the_grid_waits_for_a_busy_run_then_trains_what_its_holder_le
     "busy" (exit 1) and the notebooks then failing on it; the grid now waits, then resumes the run."""
     import threading
 
-    from absa_lib import training
+    from absa_lib.training import runs
 
-    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
+    monkeypatch.setattr(runs, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
     release = other_trainer(run / ".lock")                  # a trainer that stops before finishing
@@ -234,12 +234,13 @@ def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(
     first; the trainer is refused (exit 75) and the grid waits for the run instead of failing it."""
     import threading
 
-    from absa_lib import fileio, training
+    from absa_lib.harness import runner
+    from absa_lib.training import runs
 
-    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
+    monkeypatch.setattr(runs, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path)
     run.mkdir(parents=True)
-    release, looks, real_look = other_trainer(run / ".lock"), [], fileio.lock_holder
+    release, looks, real_look = other_trainer(run / ".lock"), [], runner.lock_holder
 
     def look(path):                                         # the first look misses the holder (the race)
         looks.append(path)
@@ -247,7 +248,7 @@ def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(
             threading.Timer(0.5, release.set).start()
         return None if len(looks) == 1 else real_look(path)
 
-    monkeypatch.setattr(fileio, "lock_holder", look)
+    monkeypatch.setattr(runner, "lock_holder", look)
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert f"busy in another process ({run}: another process is training this run" in out and "waiting for it" in out, out
@@ -258,9 +259,9 @@ def test_a_run_taken_by_another_process_after_the_grid_looked_is_waited_for_too(
 
 @pytest.mark.usefixtures("real_data_dir")
 def test_a_run_that_the_other_process_finishes_is_not_trained_again(tmp_path, capsys, monkeypatch):
-    from absa_lib import training
+    from absa_lib.training import runs
 
-    monkeypatch.setattr(training, "BUSY_POLL", 0.2)
+    monkeypatch.setattr(runs, "BUSY_POLL", 0.2)
     profile, run = mini_profile(tmp_path, epochs=20)     # still training when the grid looks (8 epochs: 5 s here)
     argv = subprocess.run([sys.executable, "-m", "absa_lib.cli", "grid", "--profile", str(profile), "--part",
                            "tables", "--list"], capture_output=True, text=True, check=True).stdout.splitlines()[1]
@@ -337,7 +338,7 @@ def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tm
     record("c", {"gpu": "NVIDIA H100", **cpu}, [1740.0])          # 0.5 h
     record("d", {"gpu": "NVIDIA H100", **cpu}, [99999.0], complete=False)   # interrupted: not counted
     record("e", {"cpu_model": "AMD EPYC 9R14", **cpu}, [1740.0])  # newer records name the CPU: 0.5 h
-    from absa_lib.runner import cost_summary, recorded_cost
+    from absa_lib.harness.runner import cost_summary, recorded_cost
 
     cost = recorded_cost(tmp_path / "runs")
     assert cost["runs"] == 4 and cost["hours"] == pytest.approx(3.0)

@@ -1,4 +1,4 @@
-"""What the dev-selected epoch gives away against a run's plateau (absa_lib.plateau and
+"""What the dev-selected epoch gives away against a run's plateau (absa_lib.reports.plateau and
 scripts/selection_spread.py), on the committed reference's records (real runs)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from absa_lib import plateau, tables
 from absa_lib.errors import AbsaError
-from absa_lib.runs import find_runs
+from absa_lib.reports import plateau, tables
+from absa_lib.training.runs import find_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "results" / "reference" / "runs"

@@ -10,16 +10,19 @@ import numpy as np
 import pytest
 import torch
 
-from absa_lib import data, features, figure_data, grid, manifest, profiles, session
-from absa_lib.ablations import ABLATIONS, changed_fields, reference_of
+from absa_lib.data import datasets as data
+from absa_lib.data import features
 from absa_lib.errors import AbsaError
+from absa_lib.harness import grid, manifest, profiles, session
+from absa_lib.harness.ablations import ABLATIONS, changed_fields, reference_of
 from absa_lib.paths import repo_root
+from absa_lib.reports import figure_data
 
 
 def write_run(root, dataset="sentihood", model="qacg-bert", aux="NLI-M", seed=1, complete=True, **cfg):
-    from absa_lib.config import recorded_identity
-    from absa_lib.metrics import selection_metric
-    from absa_lib.runs import config_hash, select_epochs
+    from absa_lib.evaluation.metrics import selection_metric
+    from absa_lib.training.config import recorded_identity
+    from absa_lib.training.runs import config_hash, select_epochs
 
     config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
               "model_overrides": {}, "backbone": "minilm", **cfg}
@@ -234,7 +237,7 @@ def test_attention_example_column_sums(tiny):
 
 
 def test_ablations_change_one_thing_each():
-    from absa_lib.variant_tables import ablation_variants
+    from absa_lib.reports.variant_tables import ablation_variants
 
     assert len({s.label for s in ABLATIONS}) == len(ABLATIONS)
     for spec in ABLATIONS:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from absa_lib.cli import main
-from absa_lib.summary import summarize
+from absa_lib.reports.summary import summarize
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 CHECKS = REFERENCE / "checks"
@@ -109,8 +109,8 @@ def test_rows_on_other_data_are_named_by_the_files_that_differ(tmp_path):
     # your own data edited between two runs: the whole checksum mapping made a name of ~400 characters
     import dataclasses
 
-    from absa_lib.runs import load_run
-    from absa_lib.summary import group_runs
+    from absa_lib.reports.summary import group_runs
+    from absa_lib.training.runs import load_run
 
     run = load_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6")
     sums = run.config["data_sha256"]
@@ -174,9 +174,9 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
     # (both average through tables.aggregate_metrics; the row below is averaged here by hand)
     import statistics
 
-    from absa_lib.runs import find_runs
-    from absa_lib.summary import summary_table
-    from absa_lib.tables import build_table, metric_columns
+    from absa_lib.reports.summary import summary_table
+    from absa_lib.reports.tables import build_table, metric_columns
+    from absa_lib.training.runs import find_runs
 
     runs = find_runs(REFERENCE / "runs")
     for dataset in ("sentihood", "semeval"):
@@ -201,7 +201,7 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
 
 def test_a_run_folder_is_any_folder_but_a_runs_checkpoints(tmp_path):
     from absa_lib.errors import AbsaError
-    from absa_lib.runs import find_runs
+    from absa_lib.training.runs import find_runs
 
     run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "keep")
     run = run.rename(run.parent / "best")

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from absa_lib import grid, paper_numbers, variant_tables
-from absa_lib import tables as T
-from absa_lib.metrics import METRIC_KEYS
-from absa_lib.runs import Run
+from absa_lib.evaluation.metrics import METRIC_KEYS
+from absa_lib.harness import grid
+from absa_lib.reports import paper_numbers, variant_tables
+from absa_lib.reports import tables as T
+from absa_lib.training.runs import Run
 
 ROWS_T1 = ["LR (Saeidi et al. 2016)", "LSTM-Final (Saeidi et al. 2016)", "LSTM-Loc (Saeidi et al. 2016)",
            "SenticLSTM (Ma et al. 2018)", "Dmu-Entnet (Liu et al. 2018)", "BERT-single (Sun et al. 2019)",
@@ -177,7 +178,7 @@ def test_two_copies_of_one_seed_are_refused_not_averaged_as_two_seeds(tmp_path):
     import shutil
 
     from absa_lib.errors import AbsaError
-    from absa_lib.runs import find_runs
+    from absa_lib.training.runs import find_runs
 
     reference = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
     record = find_runs(reference, dataset="sentihood", model="qacg-bert", aux="NLI-M", preset="paper",
@@ -303,7 +304,7 @@ def test_variant_tables_end_with_the_trivial_rows():
 
 def test_trivial_rows_score_the_test_examples_the_runs_are_scored_on(real_data_dir):
     # max_eval_examples: the first whole groups of the test split, as training scores the runs
-    from absa_lib import data
+    from absa_lib.data import datasets as data
 
     gold = [e.label for e in data.load_examples("sentihood", "test", real_data_dir)]
     first = [gold[i:i + 4] for i in range(0, 40, 4)]                           # 42 -> 10 whole groups
@@ -358,7 +359,7 @@ def test_the_committed_table_1_names_cg_berts_stalled_seeds():
 
 def test_trivial_rows_of_the_variant_tables_are_the_constant_predictors(real_data_dir):
     """All-None and majority-polarity rows, checked against values computed here from the labels."""
-    from absa_lib import data
+    from absa_lib.data import datasets as data
 
     gold = [e.label for e in data.load_examples("sentihood", "test", real_data_dir)]
     groups = [gold[i:i + 4] for i in range(0, len(gold), 4)]
@@ -391,7 +392,8 @@ def test_unknown_protocol_is_a_clear_error():
 
 
 def test_data_counts_match_the_paper(real_data_dir):
-    from absa_lib import data, data_overview
+    from absa_lib.data import datasets as data
+    from absa_lib.reports import data_overview
 
     stats = data.stats(real_data_dir)
     check = data_overview.check_against_paper(stats)
@@ -405,7 +407,7 @@ def test_data_counts_match_the_paper(real_data_dir):
 
 
 def test_histogram_summary_in_numbers():
-    from absa_lib.figure_data import histogram_counts, histogram_summary
+    from absa_lib.reports.figure_data import histogram_counts, histogram_summary
 
     h = histogram_counts(pd.Series([-0.5, 0.3, 0.3, 0.49, 0.9]).to_numpy(), -1.0, 1.0, bins=8)  # bins of 0.25
     row = histogram_summary({"a_hat": h, "missing": None}).iloc[0]

@@ -8,11 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from absa_lib import config as run_config
-from absa_lib import features, inference, optim, runs, training
 from absa_lib.cli import main
+from absa_lib.data import features
 from absa_lib.errors import AbsaError
-from absa_lib.runs import load_run
+from absa_lib.evaluation import inference
+from absa_lib.reports.plots import save_run_curve
+from absa_lib.training import config as run_config
+from absa_lib.training import loop as training
+from absa_lib.training import optim, runs, splits
+from absa_lib.training.runs import load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -26,7 +30,9 @@ def small(**kw) -> run_config.TrainConfig:
 
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
-    return training.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+    run = training.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+    save_run_curve(run)                                      # as `absa train` and the grid do
+    return run
 
 
 def test_run_writes_every_record(first_run):
@@ -64,8 +70,8 @@ def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path):
     busy, idle = tmp_path / "semeval" / "bert-pair" / "0123456789ab", tmp_path / "sentihood" / "cg-bert" / "ba9876543210"
     for folder in (busy, idle):
         folder.mkdir(parents=True)
-    (idle / training.RUN_LOCK).write_text("")
-    with exclusive_lock(busy / training.RUN_LOCK, busy="training"):
+    (idle / runs.RUN_LOCK).write_text("")
+    with exclusive_lock(busy / runs.RUN_LOCK, busy="training"):
         run = training.train(small(epochs=1, seed=11), runs_dir=tmp_path, progress=False)
     assert [row["runs_training"] for row in run.metrics["epochs"]] == [2]
 
@@ -132,14 +138,14 @@ def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch
     path = tmp_path / "env.json"
     path.write_text(json.dumps({"cpu_model": "B", "from_epoch": 9,
                                 "earlier": [{"cpu_model": "A"}]}))      # older records lack from_epoch
-    env = training._env_record(path, resumed_after=8)
+    env = runs.env_record(path, resumed_after=8)
     assert env["from_epoch"] == 9 and [e["cpu_model"] for e in env["earlier"]] == ["A"]
-    assert "earlier" not in training._env_record(path, resumed_after=0)
+    assert "earlier" not in runs.env_record(path, resumed_after=0)
     for bad in ("[]", '{"earlier": 3}', '{"earlier": ["A"]}'):
         path.write_text(bad)
         with pytest.raises(AbsaError, match=r"env.json: expected a JSON object whose 'earlier' is a list of "
                                             r"objects; delete it"):
-            training._env_record(path, resumed_after=8)
+            runs.env_record(path, resumed_after=8)
 
 
 def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
@@ -148,16 +154,17 @@ def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_u
     last = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id / "checkpoints" / "last"
     assert (last / "model.safetensors").is_file()
     monkeypatch.setenv("ABSA_RESUME_STATE", "0")
+    no_resume_state = runs.Launch.from_environ()            # as `absa train` and the grid read it
     capsys.readouterr()
-    run = training.train(small(), runs_dir=tmp_path, progress=True)
+    run = training.train(small(), runs_dir=tmp_path, progress=True, launch=no_resume_state)
     assert "resuming" in capsys.readouterr().err and not last.exists()
     assert (run.path / "checkpoints" / "best" / "model.safetensors").is_file()
     assert run.run_id == first_run.run_id and timeless(run.metrics) == timeless(first_run.metrics)
-    other = training.train(small(seed=8), runs_dir=tmp_path, progress=False)        # from the start
+    other = training.train(small(seed=8), runs_dir=tmp_path, progress=False, launch=no_resume_state)  # from the start
     assert not (other.path / "checkpoints" / "last").exists()
     monkeypatch.setenv("ABSA_RESUME_STATE", "no")
     with pytest.raises(AbsaError, match=r"^ABSA_RESUME_STATE='no': expected 1 \(save the resume state"):
-        training.train(small(seed=9), runs_dir=tmp_path, progress=False)
+        training.train(small(seed=9), runs_dir=tmp_path, progress=False, launch=runs.Launch.from_environ())
     assert not (tmp_path / "sentihood" / "qacg-bert").joinpath(
         runs.config_hash(run_config.run_identity(small(seed=9)))).exists()
 
@@ -171,11 +178,11 @@ def test_lr_schedule_warms_up_then_decays_to_zero():
 
 def test_balanced_sampler_equalises_classes():
     enc = [features.Encoded([1], [0], 0, label) for label in [0] * 90 + [1] * 9 + [2] * 1]
-    order = sum(training.epoch_batches(small(sampler="balanced"), enc, epoch=1) + training.epoch_batches(
+    order = sum(splits.epoch_batches(small(sampler="balanced"), enc, epoch=1) + splits.epoch_batches(
         small(sampler="balanced", seed=8), enc, epoch=1), [])
     counts = np.bincount([enc[i].label for i in order], minlength=3) / len(order)
     assert np.allclose(counts, 1 / 3, atol=0.1)
-    uniform = sum(training.epoch_batches(small(), enc, epoch=1), [])
+    uniform = sum(splits.epoch_batches(small(), enc, epoch=1), [])
     assert sorted(uniform) == list(range(100))
 
 
@@ -183,7 +190,7 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
     enc = [features.Encoded([1] * (1 + i % 7), [0] * (1 + i % 7), i % 5, i % 3) for i in range(103)]
     for grouped in (False, True):
         config = small(model="bert-single", aux="single", sampler="per-context", group_by_length=grouped)
-        epoch = training.epoch_batches(config, enc, epoch=1)
+        epoch = splits.epoch_batches(config, enc, epoch=1)
         assert sorted(i for b in epoch for i in b) == list(range(103))
         contexts = [{enc[i].context_id for i in b} for b in epoch]
         assert all(len(c) == 1 for c in contexts)
@@ -192,9 +199,9 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
             sizes = sorted(len(b) for b, k in zip(epoch, first, strict=True) if k == c)
             assert sizes in ([4, 8, 8], [5, 8, 8])
         assert first != sorted(first)            # the contexts' batches are shuffled together
-        assert epoch == training.epoch_batches(config, enc, epoch=1)   # seeded: a resumed run draws the same
-        assert epoch != training.epoch_batches(config, enc, epoch=2)
-    mixed = training.epoch_batches(small(model="bert-single", aux="single"), enc, epoch=1)
+        assert epoch == splits.epoch_batches(config, enc, epoch=1)   # seeded: a resumed run draws the same
+        assert epoch != splits.epoch_batches(config, enc, epoch=2)
+    mixed = splits.epoch_batches(small(model="bert-single", aux="single"), enc, epoch=1)
     assert any(len({enc[i].context_id for i in b}) > 1 for b in mixed)
 
 
@@ -227,8 +234,8 @@ def test_cli_train_bad_argument(capsys):
 
 
 def test_the_summary_scores_the_trivial_rows_on_the_runs_test_examples(first_run, real_data_dir):
-    from absa_lib import data
-    from absa_lib.summary import summarize
+    from absa_lib.data import datasets as data
+    from absa_lib.reports.summary import summarize
 
     text, frame = summarize(first_run.path.parent.parent.parent, ("dev_best",), data_dir=real_data_dir)
     assert "scored on the same first part of the test set (max_eval_examples 40)" in text

@@ -9,7 +9,7 @@ routed as in training (gradient clipping and the learning-rate schedule are left
 percent of a step); inference is a forward pass under ``torch.inference_mode``. Batches are
 drawn at random (seeded) from the split (``--sampler per-context``: each from one context, as
 bert-single's table runs train; by default mixed, as its ablation row), encoded with
-``absa_lib.features.encode_examples`` and padded to the longest sequence in the batch (dynamic
+``absa_lib.data.features.encode_examples`` and padded to the longest sequence in the batch (dynamic
 padding, as in training); every model sees the same batches. Two settings are timed side by side
 on the same examples: the baseline (fp32, random batches, eager) and the one asked for (``--precision``, ``--group-by-length``, ``--compile``; a
 compiled setting pads its batches as compiled training does, and its first batches of each shape
@@ -29,8 +29,8 @@ from absa_lib.commands import DATA_DIR_HELP, non_negative, positive, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.data import DATASETS
-    from absa_lib.inputs import INPUT_VARIANTS
+    from absa_lib.data.datasets import DATASETS
+    from absa_lib.data.inputs import INPUT_VARIANTS
     from absa_lib.models import MODELS, PRESETS
 
     p = sub.add_parser("bench", help="time training steps and inference",
@@ -72,7 +72,7 @@ def _batches(args, tokenizer, encoded: list, group_by_length: bool, pad_multiple
     batches that training's per-context sampler draws from the whole split."""
     import torch
 
-    from absa_lib.features import batches, length_grouped, per_context, sequential
+    from absa_lib.data.features import batches, length_grouped, per_context, sequential
 
     n_batches = args.warmup + args.steps
     n = n_batches * args.batch_size
@@ -99,7 +99,7 @@ def _sync(device) -> None:
 def _train_step(model, optimizer, batch, device, precision, step_model=None) -> tuple[float, float]:
     """One timed training step, (wall, CPU) seconds; ``step_model``: the compiled forward (default ``model``)."""
     from absa_lib.device import autocast
-    from absa_lib.models.per_context import skip_absent_contexts
+    from absa_lib.models.bert_single import skip_absent_contexts
 
     model.train()
     _sync(device)
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 def _train_config(args, name: str):
     """The :class:`TrainConfig` of ``absa train`` with these settings for model ``name`` (checked as
     training checks it: model and input variant, sampler)."""
-    from absa_lib.config import TrainConfig
+    from absa_lib.training.config import TrainConfig
 
     return TrainConfig(dataset=args.dataset, model=name, preset=args.preset, aux=args.aux, backbone=args.backbone,
                        batch_size=args.batch_size, max_length=args.max_length, sampler=args.sampler,
@@ -192,7 +192,7 @@ def _train_config(args, name: str):
 def _check_as_training(args, tokenizer) -> None:
     """Each model's settings as ``absa train`` checks them (model and input variant, sampler,
     ``--max-length``): a setting training refuses would time steps no run takes."""
-    from absa_lib.config import check_max_length
+    from absa_lib.training.config import check_max_length
 
     for name in args.model:
         check_max_length(_train_config(args, name), tokenizer)
@@ -200,11 +200,11 @@ def _check_as_training(args, tokenizer) -> None:
 
 def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple[list, list]]:
     """Per setting: (warm-up batches, timed batches) on ``device``, from one encoding of the split."""
-    from absa_lib import data as D
+    from absa_lib.data import datasets as D
+    from absa_lib.data.features import encode_examples
     from absa_lib.device import pad_multiple
-    from absa_lib.features import encode_examples
-    from absa_lib.inference import to_device
-    from absa_lib.models.per_context import step_routing
+    from absa_lib.evaluation.inference import to_device
+    from absa_lib.models.bert_single import step_routing
 
     examples = D.load_examples(args.dataset, args.split, data_dir=args.data_dir)
     encoded = encode_examples(examples, args.aux, tokenizer, args.max_length)
@@ -220,10 +220,11 @@ def _setting_batches(args, tokenizer, settings: dict, device) -> dict[str, tuple
 def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tuple]:
     """Each model with its optimizer and its step per setting (compiled where asked), after the
     untimed warm-up batches of every setting."""
+    from absa_lib.data.inputs import model_sizes
     from absa_lib.device import compiled
-    from absa_lib.inputs import model_sizes
-    from absa_lib.models.per_context import build_for_training, step_routing
-    from absa_lib.optim import build_optimizer
+    from absa_lib.models.bert_single import step_routing
+    from absa_lib.models.registry import build_for_training
+    from absa_lib.training.optim import build_optimizer
 
     models = {}
     for name in args.model:

@@ -51,23 +51,23 @@ def _print_report(report: dict[str, str], data_dir) -> None:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from absa_lib.download import download
+    from absa_lib.data.download import download
 
     _print_report(download(args.data_dir, force=args.force, nli_m=args.with_nli_m), args.data_dir)
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from absa_lib.download import verify
+    from absa_lib.data.download import verify
 
     _print_report(verify(args.data_dir), args.data_dir)
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    from absa_lib.data import SPLITS, split_stats, texts_in_train
-    from absa_lib.own_data import register_dataset
-    from absa_lib.tables import trivial_baselines
+    from absa_lib.data.datasets import SPLITS, split_stats, texts_in_train
+    from absa_lib.data.own_data import register_dataset
+    from absa_lib.reports.tables import trivial_baselines
 
     name = register_dataset(args.folder)
     result = {name: {split: split_stats(name, split) for split in SPLITS}}
@@ -88,21 +88,21 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from absa_lib.own_data import export_benchmark
+    from absa_lib.data.own_data import export_benchmark
 
     print(export_benchmark(args.dataset, args.folder, args.data_dir, force=args.force))
     return 0
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from absa_lib.data import stats
+    from absa_lib.data.datasets import stats
 
     _print_stats(stats(args.data_dir), args.json)
     return 0
 
 
 def _print_stats(result: dict, as_json: bool) -> None:
-    from absa_lib.data import LABELS
+    from absa_lib.data.datasets import LABELS
 
     if as_json:
         print_json(result)

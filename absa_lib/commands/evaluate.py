@@ -1,9 +1,9 @@
 """``absa evaluate --dataset D --split S --predictions FILE``: the paper's metrics of a prediction file.
 
-Prints :func:`absa_lib.predictions.evaluate_file` (the dict of
-:func:`absa_lib.metrics.compute_metrics`) as JSON: sorted keys, fractions in
+Prints :func:`absa_lib.evaluation.predictions.evaluate_file` (the dict of
+:func:`absa_lib.evaluation.metrics.compute_metrics`) as JSON: sorted keys, fractions in
 [0, 1] at full precision (``repr`` of the float). An undefined metric (nan, see
-:mod:`absa_lib.metrics`) is printed as ``null`` so the output stays valid JSON.
+:mod:`absa_lib.evaluation.metrics`) is printed as ``null`` so the output stays valid JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absa_lib.predictions import evaluate_file
+    from absa_lib.evaluation.predictions import evaluate_file
 
     metrics = evaluate_file(args.dataset, args.split, args.predictions, args.data_dir)   # a folder: registered
     print_json(metrics, sort_keys=True)

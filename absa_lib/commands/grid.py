@@ -27,7 +27,7 @@ from absa_lib.commands import non_negative, positive
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.runner import BUSY, PARTS
+    from absa_lib.harness.runner import BUSY, PARTS
 
     p = sub.add_parser("grid", help="train every run of a profile (tables, ablations): a queue or a GPU pool",
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _params(profile: str) -> tuple[str, dict]:
     """(name, values) of a profile given by name or as a YAML file (e.g. run_all.sh's merged one)."""
-    from absa_lib.profiles import check_grid_keys, profile_path, read_profile_file
+    from absa_lib.harness.profiles import check_grid_keys, profile_path, read_profile_file
 
     path = profile_path(profile)
     params = read_profile_file(path)
@@ -88,7 +88,7 @@ class _sigterm_exits:
 def run(args: argparse.Namespace) -> int:
     from absa_lib.device import default_device
     from absa_lib.errors import AbsaError
-    from absa_lib.runner import (
+    from absa_lib.harness.runner import (
         export_finished,
         profile_cells,
         run_cells,
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         train_argv,
         write_summary,
     )
-    from absa_lib.session import resolve_dir
+    from absa_lib.harness.session import resolve_dir
 
     name, params = _params(args.profile)
     if not params.get("allow_training", True):

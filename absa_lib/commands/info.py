@@ -10,7 +10,7 @@ from absa_lib.commands import parse_overrides, print_json, whole_number
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib import data as D
+    from absa_lib.data import datasets as D
     from absa_lib.models import BACKBONES, MODELS, PRESETS
 
     p = sub.add_parser("info", help="parameter count and configuration of a model",
@@ -40,7 +40,7 @@ ARCHITECTURE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "inte
 def _aspects_per_target(num_contexts: int) -> int:
     """The aspects per target of the dataset with ``num_contexts`` context ids (SentiHood 8 -> 4);
     ``num_contexts`` itself for any other number (one target)."""
-    from absa_lib import data as D
+    from absa_lib.data import datasets as D
 
     return next((D.group_size(d) for d in D.DATASETS if D.num_contexts(d) == num_contexts), num_contexts)
 
@@ -48,8 +48,8 @@ def _aspects_per_target(num_contexts: int) -> int:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from absa_lib.models.absa_model import count_parameters, model_class, parameter_breakdown
-    from absa_lib.models.model_config import MODEL_FIELDS, model_config
+    from absa_lib.models.absa_model import count_parameters, parameter_breakdown
+    from absa_lib.models.registry import model_class, model_config, reads
 
     aspects = args.num_aspects or _aspects_per_target(args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     info = {"model": args.model, "preset": args.preset if model.uses_context else None, "backbone": args.backbone,
             "num_labels": args.num_labels, "num_contexts": args.num_contexts if uses_context else None,
             "parameters": count_parameters(model), "breakdown": parameter_breakdown(model),
-            "fields": {k: getattr(config, k) for k in MODEL_FIELDS.get(args.model, ())},
+            "fields": {k: getattr(config, k) for k in reads(args.model)},
             "architecture": {k: getattr(config, k) for k in ARCHITECTURE}}
     if args.model == "bert-single":          # absa train trains one classifier per context (Sun et al.)
         info["classifiers_per_run"] = args.num_contexts

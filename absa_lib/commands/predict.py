@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.apply import predict_text, predict_texts, predictions_csv, read_sentences
     from absa_lib.errors import AbsaError
     from absa_lib.fileio import atomic_write_bytes, output_file
-    from absa_lib.runs import load_run
+    from absa_lib.training.runs import load_run
 
     if (args.text is None) == (args.file is None):
         several = [f for f, v in (("--locations", args.locations), ("--targets", args.targets)) if v]

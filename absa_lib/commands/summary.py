@@ -1,6 +1,6 @@
 """``absa summary RUNS_DIR [...]``: one row per configuration of the finished runs under the folders,
 mean ± sd over its seeds at the dev-selected epoch, then at the test-selected one (labelled), the
-trivial predictors beside them (:mod:`absa_lib.summary`)."""
+trivial predictors beside them (:mod:`absa_lib.reports.summary`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from absa_lib.commands import DATA_DIR_HELP
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.tables import PROTOCOL_LABELS
+    from absa_lib.reports.tables import PROTOCOL_LABELS
 
     p = sub.add_parser("summary", help="mean ± sd over seeds of the runs under a folder, a row per configuration",
                        description="Summarise the finished runs under a folder (what `absa train --out` or "
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from absa_lib.fileio import atomic_write_bytes, output_file
-    from absa_lib.summary import summarize
+    from absa_lib.reports.summary import summarize
 
     csv = output_file(args.csv) if args.csv else None
     text, frame = summarize(args.runs_dirs, tuple(dict.fromkeys(args.selection)), args.data_dir, tuple(args.data))

@@ -56,8 +56,6 @@ Parameter counts with bert-base (3 labels, 8 contexts): BERT-pair 109,484,547; C
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from transformers import BertModel
@@ -65,25 +63,10 @@ from transformers import BertModel
 from absa_lib.errors import AbsaError
 from absa_lib.models import backbones, joint
 from absa_lib.models.attention import NEW_MODULES, CGBertSelfAttention, QACGBertSelfAttention, new_module
-from absa_lib.models.model_config import AbsaConfig, model_config
-from absa_lib.models.pretrained import AbsaPreTrainedModel
+from absa_lib.models.model_config import AbsaConfig
+from absa_lib.models.pretrained import AbsaOutput, AbsaPreTrainedModel
 
 ATTENTION = {"cg-bert": CGBertSelfAttention, "qacg-bert": QACGBertSelfAttention}
-
-
-@dataclass
-class AbsaOutput:
-    """``logits`` (B, C); ``loss`` (scalar) when labels were given; ``components`` per layer when asked.
-
-    ``aux_losses``: unweighted regularisers already included in ``loss`` (MAN: ``ortho``);
-    ``attentions``: the attention maps of the other attention systems (see their modules).
-    """
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    components: list[dict[str, torch.Tensor]] | None = None
-    aux_losses: dict[str, torch.Tensor] | None = None
-    attentions: dict[str, torch.Tensor] | None = None
 
 
 class AbsaModel(AbsaPreTrainedModel):
@@ -198,46 +181,6 @@ class AbsaModel(AbsaPreTrainedModel):
         if table is not None and self.uses_context and table.shape[0] > self.config.num_contexts:
             mapped["context_embeddings.weight"] = table[:self.config.num_contexts]
         self.load_checked(mapped, "official state_dict")
-
-
-def model_class(name: str) -> type[AbsaModel]:
-    """The class that implements model ``name`` (the other attention systems live in their modules)."""
-    if name.endswith("-lstm"):
-        from absa_lib.models.alstm import ALSTMModel
-        return ALSTMModel
-    if name == "man-bert":
-        from absa_lib.models.man import MANBertModel
-        return MANBertModel
-    if name == "oa-bert":
-        from absa_lib.models.orthogonal import OABertModel
-        return OABertModel
-    return AbsaModel
-
-
-def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
-                preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
-                none_label: int | None = None, **overrides) -> AbsaModel:
-    """Build model ``name`` on ``backbone`` with pretrained weights (random for the random backbones).
-
-    Args:
-        name: one of :data:`MODELS`.
-        backbone: one of :data:`~absa_lib.models.backbones.BACKBONES` or a local model directory.
-        num_labels: classifier outputs (3 SentiHood, 5 SemEval, 2 for the B variants).
-        num_contexts: rows of the context embedding table (8 SentiHood, 5 SemEval).
-        preset: ``paper`` or ``official`` (see the module docstring); ignored by the plain BERT models.
-        num_aspects: aspects per target (4 SentiHood, 5 SemEval; default ``num_contexts``): context id
-            c = num_aspects · t + a. MAN-BERT has one head per aspect, OA-BERT embeds t and a.
-        objective: ``single`` (one C-way head), ``joint`` or ``joint-dwa`` (:mod:`absa_lib.models.joint`).
-        none_label: index of the "none" class (joint objective; default the last class).
-        **overrides: any field of :data:`~absa_lib.models.model_config.FIELDS`, e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
-
-    Returns:
-        The model, in train mode. New layers are initialised as the preset says.
-    """
-    config = model_config(name, backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
-                          preset=preset, num_aspects=num_aspects, objective=objective, none_label=none_label,
-                          **overrides)
-    return model_class(name).from_backbone(config, backbone)
 
 
 def parameter_breakdown(model: AbsaModel) -> dict[str, int]:

@@ -133,30 +133,3 @@ def updated_weights(weights: list[float], losses: list[float], alpha: float = DW
     if total <= 0:
         return list(weights)
     return [(1 - alpha) * w + alpha * loss / total for w, loss in zip(weights, losses, strict=True)]
-
-
-def build_kwargs(config) -> dict:
-    """What :func:`absa_lib.models.build_model` needs from a TrainConfig besides its sizes
-    (:func:`absa_lib.inputs.model_sizes`)."""
-    from absa_lib import data as D
-
-    return {"objective": config.objective,
-            "none_label": D.none_id(config.dataset)}
-
-
-def end_of_epoch(model: torch.nn.Module, config, dev_examples: list, dev_probs: np.ndarray) -> dict:
-    """Per-epoch record of a joint run (``{}`` otherwise); ``joint-dwa`` also updates the weights.
-
-    Returns ``{"task_weights": {task: w used this epoch}, "dev_task_losses": {task: L̄}}``.
-    """
-    if config.objective == "single":
-        return {}
-    mc = model.config
-    gold = np.array([e.label_id for e in dev_examples])
-    losses = dev_task_losses(dev_probs, gold, mc.none_label, mc.joint_tau)
-    used = [float(w) for w in model.task_weights.tolist()]
-    if config.objective == "joint-dwa":
-        new = updated_weights(used, losses)
-        model.task_weights.copy_(torch.tensor(new, dtype=model.task_weights.dtype))
-    return {"task_weights": dict(zip(TASKS, used, strict=True)),
-            "dev_task_losses": dict(zip(TASKS, losses, strict=True))}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -33,6 +34,23 @@ from transformers.utils import logging as hf_logging
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.models.backbones import bad_keys, check_keys
 from absa_lib.models.model_config import DAMAGED, AbsaConfig, as_absa_config, read_saved_config
+
+
+@dataclass
+class AbsaOutput:
+    """``logits`` (B, C); ``loss`` (scalar) when labels were given; ``components`` per layer when asked.
+
+    ``aux_losses``: unweighted regularisers already included in ``loss`` (MAN: ``ortho``);
+    ``attentions``: the attention maps of the other attention systems (see their modules).
+    """
+
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    components: list[dict[str, torch.Tensor]] | None = None
+    aux_losses: dict[str, torch.Tensor] | None = None
+    attentions: dict[str, torch.Tensor] | None = None
+
+
 
 _HUB_KEYS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "subfolder", "token")
 
@@ -51,6 +69,26 @@ class AbsaPreTrainedModel(PreTrainedModel):
                             "AbsaModel.from_pretrained(...)")
         super().__init__(config, *args, **kwargs)
 
+    # model name -> class, and the class of a set of bert-single classifiers: absa_lib.models.registry
+    # registers them (it imports every model; this base, below them, imports none)
+    _classes: dict = {}
+    _per_context = None
+
+    @staticmethod
+    def register(classes: dict[str, type[AbsaPreTrainedModel]], per_context: type[AbsaPreTrainedModel]) -> None:
+        AbsaPreTrainedModel._classes = dict(classes)
+        AbsaPreTrainedModel._per_context = per_context
+
+    @staticmethod
+    def class_for(config: AbsaConfig, source: str = "the model's config") -> type[AbsaPreTrainedModel]:
+        """The class that implements a saved ``config``: a set of bert-single classifiers or one model."""
+        if getattr(config, "per_context_models", None) is not None:
+            return AbsaPreTrainedModel._per_context
+        if config.absa_model not in AbsaPreTrainedModel._classes:
+            raise AbsaError(f"{source}: absa_model {config.absa_model!r} is not one of "
+                            f"{', '.join(AbsaPreTrainedModel._classes)}; not a model saved by absa_lib")
+        return AbsaPreTrainedModel._classes[config.absa_model]
+
     def init_weights(self) -> None:
         """Nothing to do: the subclasses initialise their layers in ``__init__`` (see the module
         docstring), and no weights are tied."""
@@ -68,7 +106,7 @@ class AbsaPreTrainedModel(PreTrainedModel):
         if config is None:
             config = (read_saved_config(source) if local else
                       _hub_config(str(pretrained_model_name_or_path), {k: kwargs[k] for k in _HUB_KEYS if k in kwargs}))
-        target = model_class_for(config)
+        target = cls.class_for(config, f"{pretrained_model_name_or_path}/config.json")
         for key in ("output_loading_info", "ignore_mismatched_sizes", "use_safetensors"):
             kwargs.pop(key, None)                                  # always: report, do not raise, safetensors
         try:
@@ -124,16 +162,6 @@ def _hub_config(repo_id: str, hub_kwargs: dict) -> AbsaConfig:
         raise AbsaError(f"{repo_id}: neither a local model folder nor a readable hub repository "
                         f"({one_line(err)})") from None
     return as_absa_config(raw, f"{repo_id}/config.json")
-
-
-def model_class_for(config: AbsaConfig) -> type[AbsaPreTrainedModel]:
-    """The class that implements ``config``: a set of bert-single classifiers or one model."""
-    from absa_lib.models.absa_model import model_class  # the classes import this module
-    from absa_lib.models.per_context import PerContextModel
-
-    if getattr(config, "per_context_models", None) is not None:
-        return PerContextModel
-    return model_class(config.absa_model)
 
 
 AutoModel.register(AbsaConfig, AbsaPreTrainedModel)

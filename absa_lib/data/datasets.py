@@ -1,0 +1,307 @@
+"""SentiHood (TABSA) and SemEval-2014 Task 4 restaurants (ABSA) as examples; the datasets' constants.
+
+Task (Wu & Ong 2021; docs/paper_notes.md §1): for a sentence s, a target t ∈ T and an aspect a ∈ A,
+predict the sentiment y ∈ LABELS[dataset] (``None`` / ``none`` when s says nothing about a of t).
+SentiHood: T = {LOCATION1, LOCATION2}, |A| = 4, so one sentence gives 4·|T(s)| examples;
+SemEval: no target, |A| = 5, 5 examples per sentence. The model also gets the context
+c = (t, a) as an id:  context_id = 4·(t − 1) + index(a)  (SentiHood, 8 ids),  index(a)  (SemEval).
+
+Examples are built from the raw files, exactly as Sun et al. (2019) build their published NLI_M
+files (same rows, labels and order; ``tests/test_data.py`` checks it row by row), and the text the
+model reads follows those files (:mod:`absa_lib.data.inputs`, which also builds the auxiliary sentences).
+
+The constants below (datasets, splits, labels, the none label, aspects, targets, group sizes and
+context ids) are the one source every other module reads them from. A user's own dataset
+(:mod:`absa_lib.data.own_data`) is registered into them under its name, and into :data:`OWN`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from absa_lib.data.download import FIX as _REFETCH
+from absa_lib.data.download import verified_path
+from absa_lib.errors import AbsaError
+from absa_lib.paths import resolve_data_dir
+
+DATASETS = ("sentihood", "semeval")
+SPLITS = ("train", "dev", "test")
+LABELS = {"sentihood": ("None", "Positive", "Negative"),
+          "semeval": ("positive", "neutral", "negative", "conflict", "none")}
+NONE_LABEL = {"sentihood": "None", "semeval": "none"}
+# The labels an annotated opinion can carry: every label but the none label, in LABELS order.
+SENTIMENTS = {dataset: tuple(lab for lab in labels if lab != NONE_LABEL[dataset])
+              for dataset, labels in LABELS.items()}
+ASPECTS = {"sentihood": ("general", "price", "safety", "transit-location"),
+           "semeval": ("price", "anecdotes/miscellaneous", "food", "ambience", "service")}
+TARGETS = ("LOCATION1", "LOCATION2")
+SENTIHOOD_ALL_ASPECTS = ("general", "price", "transit-location", "safety", "live", "nightlife", "shopping",
+                         "multicultural", "green-nature", "dining", "quiet", "touristy")
+RAW_FILES = {("sentihood", s): f"sentihood/sentihood-{s}.json" for s in SPLITS}
+RAW_FILES.update({("semeval", "train"): "semeval2014/Restaurants_Train.xml",
+                  ("semeval", "dev"): "semeval2014/Restaurants_Train.xml",
+                  ("semeval", "test"): "semeval2014/Restaurants_Test_Gold.xml"})
+
+# SemEval has no dev split. Ours: within each stratum (the sentence's set of annotated categories),
+# order the train sentences by sha256(f"{SEED}:{text}") (ties: id) and hold out the first
+# floor(FRACTION·n + 0.5). Hashing the text keeps duplicated texts together and the split
+# independent of Python/numpy versions. 305 of 3,044 sentences; used only for model selection.
+SEMEVAL_DEV_SEED = 42
+SEMEVAL_DEV_FRACTION = 0.1
+
+# Your own datasets by name (absa_lib.data.own_data.OwnDataset: scheme, folder, checksums), registered
+# by absa_lib.data.own_data.register_dataset / register_scheme.
+OWN: dict = {}
+
+
+def known(dataset: str) -> bool:
+    """A benchmark, or a dataset registered in this process."""
+    return dataset in DATASETS or dataset in OWN
+
+
+def _check(dataset: str, split: str | None = None) -> None:
+    if not known(dataset):
+        raise AbsaError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}, or a folder of your "
+                        "own data (see docs/own_data.md)")
+    if split is not None and split not in SPLITS:
+        raise AbsaError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
+
+
+def group_size(dataset: str) -> int:
+    """Consecutive examples that belong to one (sentence, target), one per aspect: 4 or 5."""
+    _check(dataset)
+    return len(ASPECTS[dataset])
+
+
+def eval_subset(examples: list, dataset: str, k: int | None) -> list:
+    """The dev or test examples a run with ``max_eval_examples = k`` is scored on: the first ``k``
+    rounded down to whole groups (at least one; the metrics need whole groups); all when ``k`` is None."""
+    if k is None:
+        return examples
+    g = group_size(dataset)
+    return examples[: max(1, k // g) * g]
+
+
+def targets_of(dataset: str) -> tuple:
+    """The targets a context can name: LOCATION1, LOCATION2 (SentiHood), (None,) (SemEval), or your own."""
+    _check(dataset)
+    if dataset in OWN:
+        return OWN[dataset].scheme.targets or (None,)
+    return TARGETS if dataset == "sentihood" else (None,)
+
+
+def num_contexts(dataset: str) -> int:
+    """Number of context ids: 8 (SentiHood: 2 targets × 4 aspects), 5 (SemEval), or your own data's
+    targets × aspects (aspects alone without targets)."""
+    return group_size(dataset) * len(targets_of(dataset))
+
+
+def none_id(dataset: str) -> int:
+    """The label id of "the sentence says nothing about this aspect": 0 (SentiHood) or 4 (SemEval)."""
+    _check(dataset)
+    return LABELS[dataset].index(NONE_LABEL[dataset])
+
+
+def context_id(dataset: str, target: str | None, aspect: str) -> int:
+    """|A|·index(target) + index(aspect): 4·(t − 1) + index(aspect) for SentiHood, index(aspect) for
+    SemEval (no target)."""
+    return len(ASPECTS[dataset]) * targets_of(dataset).index(target) + ASPECTS[dataset].index(aspect)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One (sentence, target, aspect) with its gold label."""
+
+    dataset: str
+    split: str
+    sentence_id: str
+    text: str
+    target: str | None
+    aspect: str
+    label: str
+    context_id: int
+
+    @property
+    def label_id(self) -> int:
+        return LABELS[self.dataset].index(self.label)
+
+    @property
+    def key(self) -> tuple:
+        """(sentence id, target, aspect), or (sentence id, aspect) for a dataset without targets."""
+        if self.target is not None:
+            return (self.sentence_id, self.target, self.aspect)
+        return (self.sentence_id, self.aspect)
+
+
+# ----------------------------------------------------------------------------------------------
+# raw files -> examples
+
+
+def _field(record: dict, name: str, where: str):
+    if not isinstance(record, dict) or name not in record:
+        raise AbsaError(f"{where}: missing field {name!r}; expected the SentiHood record format "
+                        "{id, text, opinions: [{target_entity, aspect, sentiment}]}")
+    return record[name]
+
+
+def _sentihood(path: Path, split: str) -> list[Example]:
+    """docs/paper_notes.md §1.1: targets by substring, 4 aspects, None when no opinion, NLI_M order."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AbsaError(f"{path}: not valid JSON ({err}); {_REFETCH}") from None
+    except OSError as err:
+        raise AbsaError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
+    if not isinstance(records, list):
+        raise AbsaError(f"{path}: expected a JSON list of sentences, got {type(records).__name__}; "
+                        + _REFETCH)
+    rows = []
+    for i, rec in enumerate(records):
+        where = f"{path} record {i}"
+        sid, text = str(_field(rec, "id", where)), _field(rec, "text", where)
+        where = f"{path} sentence id {sid}"
+        if not isinstance(text, str) or TARGETS[0] not in text:
+            raise AbsaError(f"{where}: field 'text' must contain LOCATION1, got {text!r}")
+        targets = [t for t in TARGETS if t in text]
+        gold = {}
+        opinions = _field(rec, "opinions", where)
+        if not isinstance(opinions, list):
+            raise AbsaError(f"{where}: field 'opinions' must be a list, got {opinions!r}; " + _REFETCH)
+        for op in opinions:
+            t, a, s = (_field(op, k, where) for k in ("target_entity", "aspect", "sentiment"))
+            for name, value, allowed in (("target_entity", t, targets),   # a mask that occurs in the text
+                                         ("aspect", a, SENTIHOOD_ALL_ASPECTS),
+                                         ("sentiment", s, SENTIMENTS["sentihood"])):
+                if value not in allowed:
+                    raise AbsaError(f"{where}: opinion field {name!r} has unknown value {value!r}; "
+                                    f"expected one of {', '.join(allowed)}")
+            gold.setdefault((t, a), s)                   # a repeated opinion keeps the first
+        for t in targets:
+            for a in ASPECTS["sentihood"]:
+                label = gold.get((t, a), NONE_LABEL["sentihood"])
+                rows.append((t + sid + a.split("-")[0],
+                             Example("sentihood", split, sid, text.strip(), t, a, label,
+                                     context_id("sentihood", t, a))))
+    rows.sort(key=lambda r: r[0])                        # Sun et al.'s key: target + str(id) + aspect word
+    return [ex for _, ex in rows]
+
+
+def _semeval_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    """(id, text, {category: polarity}) per sentence, in file order; a repeated category keeps the first."""
+    try:
+        root = ET.fromstring(path.read_bytes())
+    except ET.ParseError as err:
+        raise AbsaError(f"{path}: not valid XML ({err}); {_REFETCH}") from None
+    except OSError as err:
+        raise AbsaError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
+    out = []
+    for sent in root.iter("sentence"):
+        sid, text = sent.get("id"), sent.findtext("text")
+        if sid is None or text is None:
+            raise AbsaError(f"{path}: a <sentence> lacks its id attribute or <text> (id={sid!r}); {_REFETCH}")
+        gold = {}
+        for ac in sent.iter("aspectCategory"):
+            cat, pol = ac.get("category"), ac.get("polarity")
+            for name, value, allowed in (("category", cat, ASPECTS["semeval"]),
+                                         ("polarity", pol, SENTIMENTS["semeval"])):
+                if value not in allowed:
+                    raise AbsaError(f"{path} sentence id {sid}: aspectCategory {name} {value!r} is unknown; "
+                                    f"expected one of {', '.join(allowed)}")
+            gold.setdefault(cat, pol)
+        out.append((sid, text.strip(), gold))
+    if not out:
+        raise AbsaError(f"{path}: no <sentence> elements; {_REFETCH}")
+    return out
+
+
+def semeval_dev_ids(sentences: list[tuple[str, str, dict[str, str]]]) -> set[str]:
+    """Ids of the held-out SemEval dev sentences (see SEMEVAL_DEV_SEED above)."""
+    strata = defaultdict(list)
+    for sid, text, gold in sentences:
+        digest = hashlib.sha256(f"{SEMEVAL_DEV_SEED}:{text}".encode()).hexdigest()
+        strata[tuple(sorted(gold))].append((digest, sid))
+    dev = set()
+    for members in strata.values():
+        members.sort()
+        dev.update(sid for _, sid in members[: int(SEMEVAL_DEV_FRACTION * len(members) + 0.5)])
+    return dev
+
+
+def _semeval(path: Path, split: str) -> list[Example]:
+    sentences = _semeval_sentences(path)
+    if split != "test":
+        dev = semeval_dev_ids(sentences)
+        sentences = [s for s in sentences if (s[0] in dev) == (split == "dev")]
+    return [Example("semeval", split, sid, text, None, a, gold.get(a, NONE_LABEL["semeval"]), context_id("semeval", None, a))
+            for sid, text, gold in sentences for a in ASPECTS["semeval"]]
+
+
+_CACHE: dict[tuple, list[Example]] = {}
+
+
+def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) -> list[Example]:
+    """The examples of a split, in the canonical (published NLI_M) order.
+
+    Consecutive groups of :func:`group_size` examples share a (sentence, target), aspects in
+    ``ASPECTS`` order; SentiHood lists all LOCATION1 groups, then all LOCATION2 groups.
+
+    Args:
+        dataset: "sentihood", "semeval", or a registered own dataset (its folder is read, not data_dir).
+        split: "train", "dev" or "test" (SemEval dev is held out of the raw train file).
+        data_dir: the data folder (default: ``$ABSA_DATA_DIR`` or the download folder).
+        verify: check the raw file's size and SHA-256 first (False only for small test fixtures).
+
+    Returns:
+        A new list of :class:`Example` (parsed once per process and file state).
+    """
+    _check(dataset, split)
+    if dataset in OWN:
+        return OWN[dataset].examples(split)          # its folder, checked against what was registered
+    relative = RAW_FILES[dataset, split]
+    path = verified_path(relative, data_dir) if verify else resolve_data_dir(data_dir) / relative
+    try:
+        st = path.stat()
+    except OSError:
+        raise AbsaError(f"{path} is missing; {_REFETCH}") from None
+    key = (dataset, split, path, st.st_mtime_ns, st.st_size)
+    if key not in _CACHE:
+        _CACHE[key] = (_sentihood if dataset == "sentihood" else _semeval)(path, split)
+    return list(_CACHE[key])
+
+
+def split_stats(dataset: str, split: str, data_dir=None) -> dict:
+    """A split's sentences, (sentence, target) groups, examples, and label counts overall and per
+    aspect (in ``LABELS`` order)."""
+    exs = load_examples(dataset, split, data_dir)
+    per_aspect = defaultdict(Counter)
+    for ex in exs:
+        per_aspect[ex.aspect][ex.label] += 1
+    labels = Counter(ex.label for ex in exs)
+    return {
+        "sentences": len({ex.sentence_id for ex in exs}),
+        "groups": len(exs) // group_size(dataset),
+        "examples": len(exs),
+        "labels": {lab: labels[lab] for lab in LABELS[dataset]},
+        "labels_by_aspect": {a: {lab: per_aspect[a][lab] for lab in LABELS[dataset]}
+                             for a in ASPECTS[dataset]},
+    }
+
+
+def texts_in_train(dataset: str, data_dir=None) -> dict[str, int]:
+    """For dev and test, how many of their sentences have a text (verbatim) that train has too: a
+    model has seen them, and they flatter its scores. ``absa data check`` reports it for your own
+    data; the benchmarks have a few (short, generic sentences), so it is a count, not an error."""
+    seen = {ex.text for ex in load_examples(dataset, "train", data_dir)}
+    return {split: len({ex.sentence_id for ex in load_examples(dataset, split, data_dir) if ex.text in seen})
+            for split in ("dev", "test")}
+
+
+def stats(data_dir=None) -> dict:
+    """:func:`split_stats` of every benchmark and split."""
+    return {dataset: {split: split_stats(dataset, split, data_dir) for split in SPLITS}
+            for dataset in DATASETS}

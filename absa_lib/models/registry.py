@@ -1,0 +1,173 @@
+"""The one list of models: each name, the class that implements it and the model fields it reads.
+
+Everything that needs the models asks here: :func:`build_model` (a new model on a backbone),
+:func:`build_for_training` (what ``absa train`` trains: bert-single's K classifiers), the fields and
+checks of :func:`preset_fields` and :func:`model_config`, ``TrainConfig``'s check of a model name, the
+CLI's choices, and loading a saved model (``AbsaPreTrainedModel.from_pretrained`` finds its class
+by the saved ``absa_model``, registered below).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from absa_lib.checks import is_number
+from absa_lib.errors import AbsaError
+from absa_lib.models import backbones, joint
+from absa_lib.models.absa_model import AbsaModel
+from absa_lib.models.bert_single import PerContextModel
+from absa_lib.models.model_config import FIELDS, OTHER_FIELDS, PRESETS, AbsaConfig
+from absa_lib.models.other.alstm import ALSTMModel
+from absa_lib.models.other.man import MANBertModel
+from absa_lib.models.other.orthogonal import OABertModel
+from absa_lib.models.pretrained import AbsaPreTrainedModel
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model: its class, the model fields it reads (:data:`~absa_lib.models.model_config.FIELDS`,
+    :data:`~absa_lib.models.model_config.OTHER_FIELDS`) and, for the other attention systems, the
+    learning rate of their new layers (``head_lr``)."""
+
+    cls: type[AbsaPreTrainedModel]
+    fields: tuple[str, ...]
+    head_lr: float | None = None
+    joint: bool = True             # can take the joint objective (every model but bert-single)
+
+
+_CG = ("lambda_bias", "lambda_per_head", "init_std", "lambda_init_std", "context_residual", "pooling")
+_ALSTM = ("alstm_hidden", "alstm_aspect_dim", "alstm_vectors", "head_lr")
+MODELS: dict[str, Model] = {
+    "bert-single": Model(AbsaModel, ("pooling",), joint=False),
+    "bert-pair": Model(AbsaModel, ("pooling",)),
+    "cg-bert": Model(AbsaModel, ("gate_activation", *_CG)),
+    "qacg-bert": Model(AbsaModel, ("quasi_proj", "context_dropout", "lambda_bias", "lambda_per_head", "init_std",
+                                   "lambda_init_std", "quasi", "context_residual", "pooling")),
+    "atae-lstm": Model(ALSTMModel, (*_ALSTM, "alstm_score"), head_lr=1e-3),    # absa_lib.models.other
+    "ae-lstm": Model(ALSTMModel, _ALSTM, head_lr=1e-3),
+    "at-lstm": Model(ALSTMModel, (*_ALSTM, "alstm_score"), head_lr=1e-3),
+    "man-bert": Model(MANBertModel, ("man_lambda", "man_ortho", "man_query", "man_target", "man_rank", "head_lr"),
+                      head_lr=1e-4),
+    "oa-bert": Model(OABertModel, ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool",
+                                   "oa_filters", "oa_kernel", "oa_stride", "head_lr"), head_lr=1e-4),
+}
+AbsaPreTrainedModel.register({name: m.cls for name, m in MODELS.items()}, per_context=PerContextModel)
+
+
+def check_name(name: str) -> None:
+    if name not in MODELS:
+        raise AbsaError(f"model {name!r} is not one of {', '.join(MODELS)}")
+
+
+def reads(name: str) -> tuple[str, ...]:
+    """The model fields model ``name`` reads (``joint_tau`` for every model that can train jointly)."""
+    model = MODELS.get(name)
+    return () if model is None else model.fields + (("joint_tau",) if model.joint else ())
+
+
+def model_class(name: str) -> type[AbsaPreTrainedModel]:
+    """The class that implements model ``name``."""
+    check_name(name)
+    return MODELS[name].cls
+
+
+def preset_fields(name: str, preset: str, **overrides) -> dict:
+    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
+    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
+    if preset not in PRESETS:
+        raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
+    fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
+    if fields["lambda_bias"] is None:
+        fields["lambda_bias"] = name == "qacg-bert"
+    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in reads(name) and k != "joint_tau"})
+    if "head_lr" in fields:
+        fields["head_lr"] = MODELS[name].head_lr
+    known = {**FIELDS, **OTHER_FIELDS}
+    for key, value in overrides.items():
+        if key not in known:
+            raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(known)}")
+        if key not in reads(name):
+            raise AbsaError(f"model override {key!r} does not apply to {name}; it reads "
+                            f"{', '.join(reads(name)) or 'no model fields'}")
+        allowed = known[key][2]
+        number = is_number(value) and value >= 0
+        ok = value in allowed if isinstance(allowed, tuple) else (
+            isinstance(value, bool) if allowed is bool else isinstance(value, str) if allowed is str else
+            number and value == int(value) if allowed is int else number)
+        if not ok:
+            raise AbsaError(f"model override {key}={value!r} is invalid; expected "
+                            + (' or '.join(allowed) if isinstance(allowed, tuple) else
+                               f"a finite number >= 0 ({allowed.__name__})" if allowed in (int, float)
+                               else allowed.__name__))
+        fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
+    if not 0 < fields.get("joint_tau", 0.5) < 1:
+        raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
+    return fields
+
+
+def model_config(name: str, *, backbone: str, num_labels: int, num_contexts: int,
+                 preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
+                 none_label: int | None = None, **overrides) -> AbsaConfig:
+    """The backbone's config as an :class:`AbsaConfig` with the model fields set (see
+    :func:`build_model`)."""
+    check_name(name)
+    if num_labels < 1 or num_contexts < 1:
+        raise AbsaError(f"num_labels and num_contexts must be positive, got {num_labels} and {num_contexts}")
+    num_aspects = num_aspects or num_contexts
+    if num_contexts % num_aspects:
+        raise AbsaError(f"num_contexts={num_contexts} is not a multiple of num_aspects={num_aspects}")
+    if objective not in joint.OBJECTIVES:
+        raise AbsaError(f"objective={objective!r} is not one of {', '.join(joint.OBJECTIVES)}")
+    config = AbsaConfig.from_dict({k: v for k, v in backbones.backbone_config(backbone).to_dict().items()
+                                   if k != "model_type"})
+    fields = preset_fields(name, preset, **overrides)
+    for key, value in {**fields, "absa_model": name, "absa_preset": preset, "absa_backbone": str(backbone),
+                       "num_labels": num_labels, "num_contexts": num_contexts, "num_aspects": num_aspects,
+                       "absa_objective": objective, "joint_tau": fields.get("joint_tau", OTHER_FIELDS["joint_tau"][0]),
+                       "none_label": num_labels - 1 if none_label is None else none_label}.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_model(name: str, *, backbone: str, num_labels: int, num_contexts: int,
+                preset: str = "paper", num_aspects: int | None = None, objective: str = "single",
+                none_label: int | None = None, **overrides) -> AbsaModel:
+    """Build model ``name`` on ``backbone`` with pretrained weights (random for the random backbones).
+
+    Args:
+        name: a key of :data:`MODELS`.
+        backbone: one of :data:`~absa_lib.models.backbones.BACKBONES` or a local model directory.
+        num_labels: classifier outputs (3 SentiHood, 5 SemEval, 2 for the B variants).
+        num_contexts: rows of the context embedding table (8 SentiHood, 5 SemEval).
+        preset: ``paper`` or ``official`` (see the module docstring); ignored by the plain BERT models.
+        num_aspects: aspects per target (4 SentiHood, 5 SemEval; default ``num_contexts``): context id
+            c = num_aspects · t + a. MAN-BERT has one head per aspect, OA-BERT embeds t and a.
+        objective: ``single`` (one C-way head), ``joint`` or ``joint-dwa`` (:mod:`absa_lib.models.joint`).
+        none_label: index of the "none" class (joint objective; default the last class).
+        **overrides: any field the model reads (:func:`reads`), e.g. ``quasi=False`` or ``gate_activation="sigmoid"``.
+
+    Returns:
+        The model, in train mode. New layers are initialised as the preset says.
+    """
+    config = model_config(name, backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
+                          preset=preset, num_aspects=num_aspects, objective=objective, none_label=none_label,
+                          **overrides)
+    return MODELS[name].cls.from_backbone(config, backbone)
+
+
+def build_per_context(*, backbone: str, num_labels: int, num_contexts: int, **kwargs) -> PerContextModel:
+    """``num_contexts`` independently initialised ``bert-single`` classifiers on ``backbone``."""
+    models = [build_model("bert-single", backbone=backbone, num_labels=num_labels, num_contexts=num_contexts,
+                          **kwargs) for _ in range(num_contexts)]
+    return PerContextModel(models[0].config, models)
+
+
+def build_for_training(name: str, **kwargs) -> nn.Module:
+    """The model ``absa train --model name`` trains: for ``bert-single`` the K per-context
+    classifiers (:func:`build_per_context`), for any other model
+    :func:`build_model`'s one."""
+    if name == "bert-single":
+        return build_per_context(**kwargs)
+    return build_model(name, **kwargs)

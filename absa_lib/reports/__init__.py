@@ -1,0 +1,11 @@
+"""Reports: the paper's numbers beside ours, as tables and figures.
+
+    paper_numbers   the values printed in the paper's Tables 1-2 (for the side-by-side tables)
+    tables          a table of runs: seeds as mean +- sd, dev-selected and test-selected, trivial rows
+    variant_tables  tables of the ablations and the other attention systems
+    summary         ``absa summary``: every run of a folder, grouped into rows
+    plateau         the spread of the selected epoch (how flat each run's dev curve is)
+    figure_data     the numbers behind Figures 3-5 and the training curves
+    plots           matplotlib figures from those numbers (no model needed)
+    data_overview   the data notebook's counts and examples
+"""

@@ -1,0 +1,421 @@
+"""Tables 1 and 2 of the paper, beside our runs: mean ± sd over seeds next to the paper's numbers.
+
+Table 1 (SentiHood, test set): aspect strict accuracy, aspect macro-F1, aspect AUC, sentiment
+accuracy, sentiment AUC. Table 2 (SemEval-2014 Task 4, test set): aspect precision, recall, F1,
+sentiment accuracy binary / 3-class / 4-class. All values are percentages here (run records keep
+fractions). The paper's numbers are data in :mod:`absa_lib.reports.paper_numbers`; rows we do not train
+(LR, LSTM-Final, LSTM-Loc, SenticLSTM, Dmu-Entnet, XRCE, NRC-Canada) carry them only, marked
+``reported``. Beside every table: the trivial predictors (all-None, majority polarity), marked
+``trivial`` (:func:`trivial_baselines`).
+
+Aggregation over seeds (the paper: "means and standard deviations across runs"):
+
+    mean_m = (1/S) Σ_s m_s,    sd_m = sqrt( Σ_s (m_s − mean_m)² / (S − 1) )     (sample sd)
+
+SemEval aspect F1 is the paper's way, from the mean precision and mean recall (its "(-)" sd):
+
+    F1 = 2 · mean_P · mean_R / (mean_P + mean_R)
+
+Every run is reported at the epoch chosen by a selection protocol: ``dev_best`` (default; chosen
+on the dev split) or ``test_best`` (the official code's protocol: chosen on the test set itself,
+so optimistic), both recorded in each run's ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from absa_lib.data import datasets as D
+from absa_lib.errors import AbsaError
+from absa_lib.evaluation.metrics import (
+    F1_OF_MEANS,
+    RECALL_METRIC,
+    SELECTION_METRIC,
+    aggregate_seeds,
+    compute_metrics,
+    metric_keys,
+)
+from absa_lib.fileio import atomic_write_bytes
+from absa_lib.reports.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
+from absa_lib.training.runs import describe, device_name
+
+PROTOCOLS = ("dev_best", "test_best")
+PROTOCOL_LABELS = {
+    "dev_best": "dev-best (default: epoch chosen on the dev split)",
+    "test_best": "test-best (official code's protocol: epoch chosen on the test set, optimistic)",
+    "last": "last epoch",
+}
+OURS = "ours"           # source of a row of our runs
+REPORTED = "reported"   # source of a row that shows the paper's numbers only
+TRIVIAL = "trivial"     # source of a row computed from the test labels alone (the floor of every metric)
+
+STEMS = {"sentihood": "table1_sentihood", "semeval": "table2_semeval"}
+
+# What makes a run part of the main grid (the tables): the paper preset, no overrides, one head, and
+# the row's sampler (uniform; per-context for bert-single).
+MAIN_GRID = {"preset": "paper", "model_overrides": {}, "objective": "single"}
+_ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a field a run record lacks
+# Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
+GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
+                "head_lr_mult", "precision", "group_by_length",
+                "max_eval_examples", "compile")
+DEVICE_SEP = "; "                        # between the machines of one row (a CPU's name has commas)
+_NOT_RECORDED = {"compile": "none"}    # a field older records lack, at the value they were trained with
+
+
+def run_ids(runs: list) -> str:
+    return " ".join(r.run_id for r in runs)
+
+
+def matches(config: dict, row: PaperRow, dataset: str) -> bool:
+    """Whether a run's config reproduces ``row`` (main grid only)."""
+    return (row.model is not None and config.get("dataset") == dataset and config.get("model") == row.model
+            and config.get("aux") == row.aux and config.get("sampler") == row.sampler
+            and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
+
+
+OWN_TITLES = {"aspect_strict_acc": "Strict Acc", "aspect_macro_p": "Macro-P", "aspect_macro_r": "Macro-R",
+              "aspect_macro_f1": "Macro-F1", "aspect_auc": "Aspect AUC", "sentiment_acc": "Sentiment Acc",
+              "sentiment_macro_f1": "Sentiment Macro-F1"}
+
+
+def metric_columns(dataset: str) -> tuple[tuple[str, str, int], ...]:
+    """``(metric key, column title, decimals)`` of a dataset's table: the paper's (:data:`METRICS`) for
+    SentiHood and SemEval, your own data's metrics (:mod:`absa_lib.evaluation.metrics`) with one decimal."""
+
+    return METRICS.get(dataset) or tuple((key, OWN_TITLES[key], 1) for key in metric_keys(dataset))
+
+
+def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[float, float]]:
+    """Mean ± sd (in %) of each table metric over runs; SemEval F1 from mean P and mean R (sd NaN).
+
+    Uses :func:`absa_lib.evaluation.metrics.aggregate_seeds` (sample sd, ddof=1).
+    """
+
+    columns = metric_columns(dataset)
+    if not per_run:
+        return {key: (math.nan, math.nan) for key, _, _ in columns}
+    agg = aggregate_seeds(per_run, dataset)
+    if dataset == "semeval":
+        agg["mean"]["aspect_f1"], agg["sd"]["aspect_f1"] = agg["mean"][F1_OF_MEANS], agg["sd"][F1_OF_MEANS]
+    return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in columns}
+
+
+def budget_key(config: dict) -> tuple:
+    """What, besides the seed, makes runs of one system comparable (backbone and training budget)."""
+    return tuple(str(config.get(k, _NOT_RECORDED.get(k))) for k in GROUP_FIELDS)
+
+
+def split_by_budget(runs: list) -> list[list]:
+    """``runs`` in groups of one :func:`budget_key` each (most runs first): runs of different
+    budgets are never averaged together. Two runs of one seed in a group (a copy of a run in a
+    subfolder, or the same seed on other backbone weights) are refused, never averaged as two seeds."""
+    groups: dict[tuple, list] = {}
+    for r in runs:
+        groups.setdefault(budget_key(r.config), []).append(r)
+    for group in groups.values():                  # a mean over seeds, not over copies of one seed
+        first: dict = {}
+        for r in group:
+            other = first.setdefault(r.config.get("seed"), r)
+            if other is not r:
+                raise AbsaError(f"{other.path} and {r.path} are both seed {r.config.get('seed')} of "
+                                f"{describe(r.config, seed=False)} at one budget: a row averages distinct seeds, "
+                                "so move one of them out of the runs folder (`absa summary` shows copies apart)")
+    return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
+
+
+def epochs_text(n) -> str:
+    """``1 epoch``, ``25 epochs``."""
+    return f"{n} epoch{'' if n == 1 else 's'}"
+
+
+def budget_label(config: dict) -> str:
+    """A short name of a run's budget for table cells, e.g. ``minilm, 25 epochs``."""
+    return f"{config.get('backbone')}, {epochs_text(config.get('epochs'))}"
+
+
+def budget_labels(configs: list[dict]) -> dict[tuple, str]:
+    """A name for each budget (:func:`budget_key`) among ``configs``, unique among them: its
+    :func:`budget_label`, and where two budgets share that, the fields that tell them apart, e.g.
+    ``minilm, 1 epoch [lr=5e-05]`` beside ``minilm, 1 epoch [lr=2e-05]``, as `absa summary` names rows."""
+    keys: dict[str, dict[tuple, None]] = {}
+    for cfg in configs:
+        keys.setdefault(budget_label(cfg), {})[budget_key(cfg)] = None
+    out = {}
+    for label, same in keys.items():
+        differ = [i for i, field in enumerate(GROUP_FIELDS) if len({key[i] for key in same}) > 1]
+        for key in same:
+            out[key] = label if len(same) == 1 else f"{label} [{' '.join(f'{GROUP_FIELDS[i]}={key[i]}' for i in differ)}]"
+    return out
+
+
+def trivial_baselines(dataset: str, data_dir=None, max_eval_examples: int | None = None) -> dict[str, dict]:
+    """Metrics of the two trivial predictors on the test set, the floor beside every table:
+
+    - all-None: every (target,) aspect predicted absent;
+    - majority polarity: every aspect predicted present with the polarity most frequent in training.
+
+    ``max_eval_examples``: score them on the test examples that runs with this budget are scored on
+    (:func:`absa_lib.data.datasets.eval_subset`; None: all), so that the floor and the rows share a test set.
+
+    Returns ``{row name: metrics}`` (fractions, as :func:`absa_lib.evaluation.metrics.compute_metrics`)."""
+    import numpy as np
+
+
+    labels, none = D.LABELS[dataset], D.none_id(dataset)
+    train = [e.label_id for e in D.load_examples(dataset, "train", data_dir=data_dir)]
+    test = D.eval_subset(D.load_examples(dataset, "test", data_dir=data_dir), dataset, max_eval_examples)
+    gold = np.array([e.label_id for e in test])
+    majority = int(np.argmax(np.bincount([y for y in train if y != none], minlength=len(labels))))
+    out = {}
+    for name, label in ((f"All-{labels[none]} (trivial)", none),
+                        (f"Majority polarity: {labels[majority]} (trivial)", majority)):
+        probs = np.zeros((len(gold), len(labels)))
+        probs[:, label] = 1.0
+        out[name] = compute_metrics(dataset, gold, probs)
+    return out
+
+
+def shared_eval_subset(dataset: str, runs: list) -> int | None:
+    """The ``max_eval_examples`` that every run of ``dataset`` among ``runs`` was scored with, for
+    :func:`trivial_baselines`; None (the whole test set) when they differ or there are none."""
+    subsets = {r.config.get("max_eval_examples") for r in runs if r.config["dataset"] == dataset}
+    return next(iter(subsets)) if len(subsets) == 1 else None
+
+
+def trivial_baselines_of(dataset: str, runs: list, data_dir=None) -> dict[str, dict]:
+    """:func:`trivial_baselines` on the test examples that ``runs`` (of ``dataset``) were scored on
+    (:func:`shared_eval_subset`): the trivial rows of a table of those runs."""
+    return trivial_baselines(dataset, data_dir, shared_eval_subset(dataset, runs))
+
+
+def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
+    """The best of the trivial predictors ``trivial`` (:func:`trivial_baselines` of ``dataset``) on
+    the dataset's selection metric, ``(row name, value in %)``: the floor a figure of that metric
+    draws."""
+
+    metric = SELECTION_METRIC[dataset]
+    name, metrics = max(trivial.items(), key=lambda item: item[1][metric])
+    return name, 100 * metrics[metric]
+
+
+def budget_text(config: dict) -> str:
+    """The training budget of a run, as a table footnote shows it."""
+    n = config.get("max_train_examples")
+    parts = [epochs_text(config.get("epochs")), f"train examples: {'all' if n is None else f'{int(n):,}'}",
+             f"lr {config.get('lr')}", f"schedule {config.get('schedule', 'linear')}",
+             f"head lr x{config.get('head_lr_mult', 1.0)}", f"max length {config.get('max_length')}",
+             f"batch {config.get('batch_size')}", config.get("precision", "fp32"),
+             "length-grouped batches" if config.get("group_by_length") else "random batches"]
+    if config.get("compile", "none") != "none":
+        parts.append(f"compiled ({config['compile']})")
+    if config.get("max_eval_examples") is not None:
+        parts.append(f"scored on the first {int(config['max_eval_examples']):,} examples of dev and test")
+    return ", ".join(parts)
+
+
+def budget_columns(runs: list, names: dict[tuple, str] | None = None) -> dict:
+    """``budget`` (short: its name in ``names``, the :func:`budget_labels` of the whole table, else
+    :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of one budget's runs, and
+    ``device``: the machines they trained on (:func:`absa_lib.training.runs.device_name`, sorted, joined by
+    ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
+    if not runs:
+        return {"budget": "", "budget_text": "", "device": ""}
+    cfg = runs[0].config
+    label = names[budget_key(cfg)] if names else budget_label(cfg)
+    return {"budget": label, "budget_text": budget_text(cfg),
+            "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
+
+
+def no_aspect_seeds(dataset: str, runs: list, chosen: list[dict]) -> str:
+    """The seeds (space-joined) of ``runs`` whose chosen test metrics ``chosen`` find no aspect
+    (aspect recall 0: the All-None predictor's answer). A row's mean averages them in like any
+    seed, so every table names them under the row (:func:`no_aspect_footnotes`)."""
+
+    key = RECALL_METRIC.get(dataset, "aspect_macro_r")
+    return " ".join(str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if m.get(key) == 0)
+
+
+def no_aspect_footnotes(df: pd.DataFrame, name_column: str, where: str = "the selected epoch") -> list[str]:
+    """One line per row of ``df`` with seeds that find no aspect (column ``no_aspect_seeds``,
+    :func:`no_aspect_seeds`), naming the row by ``name_column`` and its budget."""
+    lines = []
+    for rec in df.to_dict("records"):
+        seeds = rec.get("no_aspect_seeds")
+        if not isinstance(seeds, str) or not seeds:
+            continue
+        seeds, name = seeds.split(), str(rec[name_column])
+        if rec.get("budget") and rec["budget"] not in name:
+            name += f" ({rec['budget']})"
+        who = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}")
+        mixed = len(seeds) < rec["n_seeds"]
+        verb = "finds" if len(seeds) == 1 else "find"
+        lines.append(f"\n_{name}: {who} of {rec['n_seeds']} {verb} no aspect in the test set at {where} "
+                     "(aspect recall 0, the All-None answer)"
+                     + (f"; the row's mean averages {'it' if len(seeds) == 1 else 'them'} in with the seeds "
+                        "that learned._" if mixed else "._"))
+    return lines
+
+
+NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None,
+          **budget_columns([]), "run_ids": "", "no_aspect_seeds": ""}
+"""The run columns of a row that no run of ours fills (reported, not run, trivial)."""
+
+
+def seed_cells(dataset: str, runs: list, protocol: str, suffix: str = "") -> tuple[dict, str]:
+    """The cells of one row: ``runs`` (one configuration, its seeds) at the epochs ``protocol``
+    selects, as ``(cells, no-aspect seeds)``: per metric ``<m><suffix>`` the mean and
+    ``<m><suffix>_sd`` the sd over the seeds (%, :func:`aggregate_metrics`), and the
+    :func:`no_aspect_seeds` among them. Every table of runs makes its rows' numbers here."""
+    chosen = [r.selected(protocol)["test"] for r in runs]
+    cells = {}
+    for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
+        cells[key + suffix], cells[f"{key}{suffix}_sd"] = mean, sd
+    return cells, no_aspect_seeds(dataset, runs, chosen)
+
+
+def _ours(dataset: str, protocol: str, group: list, names: dict[tuple, str]) -> dict:
+    """The columns of one group of runs (same configuration but the seed) under ``protocol``;
+    ``names``: the :func:`budget_labels` of the table's runs."""
+    group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
+    cfg = group[0].config
+    cells, no_aspect = seed_cells(dataset, group, protocol)
+    return {"source": OURS, "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
+            "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
+            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, names),
+            "run_ids": run_ids(group), "no_aspect_seeds": no_aspect, **cells}
+
+
+def trivial_values(dataset: str, metrics: dict[str, float]) -> dict[str, float]:
+    """One trivial predictor's metrics (from :func:`trivial_baselines`) as table cells: ``<m>`` in %,
+    ``<m>_sd`` NaN (a constant predictor has no seeds). Every table with trivial rows uses them."""
+    values = {}
+    for key, _, _ in metric_columns(dataset):
+        values[key], values[f"{key}_sd"] = 100.0 * metrics.get(key, math.nan), math.nan
+    return values
+
+
+def _trivial_rows(dataset: str, trivial: dict[str, dict]) -> list[dict]:
+    """Rows of the trivial predictors (:func:`trivial_baselines`), in %."""
+    return [{"model": name, "note": "", "source": TRIVIAL, "selection": "", **NO_RUN, **trivial_values(dataset, metrics)}
+            for name, metrics in trivial.items()]
+
+
+def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS,
+                models: tuple[str, ...] | None = None, trivial: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Every paper row of ``dataset`` with our mean ± sd beside the paper's value.
+
+    Args:
+        dataset: ``sentihood`` (Table 1) or ``semeval`` (Table 2).
+        runs: :class:`absa_lib.training.runs.Run` objects; runs outside the main grid (other presets, samplers, overrides, datasets) are ignored.
+        protocols: selection protocols to report, one block of rows each.
+        models: keep only the rows these models reproduce (default: the whole table).
+        trivial: :func:`trivial_baselines` of the dataset, added as rows with ``source == "trivial"``.
+
+    Returns:
+        One row per (paper row, protocol, group of runs that differ only in seed); a paper row
+        without runs appears once per protocol with ``source == "not run"``, a reported-only row
+        once with ``source == "reported"``. Columns: ``model``, ``source``, ``selection``,
+        ``backbone``, ``n_seeds``, ``seeds``, ``epochs``, ``max_train_examples``, ``budget`` (short:
+        :func:`budget_label`), ``budget_text`` (in full: :func:`budget_text`), ``device`` (the
+        machines the runs trained on: :func:`budget_columns`), ``run_ids``, ``note``, then per
+        metric ``<m>`` and ``<m>_sd`` (ours, %), ``<m>_paper`` and ``<m>_paper_sd``.
+    """
+    for p in protocols:
+        if p not in PROTOCOL_LABELS:
+            raise AbsaError(f"protocol={p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
+    records, rows = [], paper_rows(dataset, models)
+    shown = [r for r in runs if any(matches(r.config, row, dataset) for row in rows)]   # the table's runs
+    names = budget_labels([r.config for r in shown])
+    for row in rows:
+        paper = {}
+        for key, _, _ in METRICS[dataset]:
+            mean, sd = row.values.get(key, (None, None))
+            paper[f"{key}_paper"] = math.nan if mean is None else mean
+            paper[f"{key}_paper_sd"] = math.nan if sd is None else sd
+        base = {"model": row.name, "note": row.note}
+        if row.model is None:
+            records.append({**base, "source": REPORTED, "selection": "", **NO_RUN, **paper})
+            continue
+        groups = split_by_budget([r for r in runs if matches(r.config, row, dataset)])
+        for protocol in protocols:
+            if not groups:
+                records.append({**base, "source": "not run", "selection": protocol, **NO_RUN, **paper})
+            for group in groups:
+                records.append({**base, **_ours(dataset, protocol, group, names), **paper})
+    records += _trivial_rows(dataset, trivial or {})
+    cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
+            "budget", "budget_text", "device", "run_ids", "no_aspect_seeds", "note"]
+    for key, _, _ in METRICS[dataset]:
+        cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
+    df = pd.DataFrame.from_records(records)
+    for c in cols:
+        if c not in df:
+            df[c] = math.nan
+    return df[cols]
+
+
+def budget_footnotes(df: pd.DataFrame) -> list[str]:
+    """One line per budget of the rows ``df`` (columns ``budget``, ``budget_text``, ``device``): the
+    short name a row's Budget cell shows, the budget in full, then the machines its runs trained on."""
+    lines = []
+    for short, full in dict.fromkeys(zip(df["budget"], df["budget_text"], strict=True)):
+        if not short:
+            continue
+        cells = df.loc[df["budget"] == short, "device"].dropna()
+        devices = sorted({d for cell in cells for d in cell.split(DEVICE_SEP) if d})
+        lines.append(f"\n_{short}: {full}" + (f"; trained on {', '.join(devices)}" if devices else "") + "._")
+    return lines
+
+
+def format_cell(mean: float, sd: float, decimals: int) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    if sd is None or (isinstance(sd, float) and math.isnan(sd)):
+        return f"{mean:.{decimals}f}"
+    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
+
+
+def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PROTOCOLS) -> str:
+    """Human-readable Markdown: one block per selection protocol, cells ``ours (paper)``."""
+    lines = [f"# {TITLES[dataset]}", "",
+             "Cells: **ours** mean ± sd over seeds (paper's value in brackets, from BERT-base), in %. "
+             "`reported` rows show the paper's numbers only; `not run` rows have no run yet; `trivial` rows are "
+             "constant predictors scored on the same test set (the floor of each metric). "
+             + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
+                if dataset == "semeval" else ""), ""]
+    metrics = METRICS[dataset]
+    for protocol in protocols:
+        lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
+        if protocol == "test_best":
+
+            title = next(t for key, t, _ in metrics if key == SELECTION_METRIC[dataset])
+            lines += [f"Each run's epoch is the one with the best test {title}: that column is optimistic; the "
+                      "others are read at the same epoch and can be lower than with dev-best.", ""]
+        block = df[(df["selection"] == protocol) | df["source"].isin((REPORTED, TRIVIAL))]
+        header = ["Model", "Source", "Budget", "Seeds"] + [title for _, title, _ in metrics]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for rec in block.to_dict("records"):
+            cells = [rec["model"], rec["source"], rec["budget"] or "–", str(rec["n_seeds"] or "–")]
+            for key, _, dec in metrics:
+                ours = format_cell(rec[key], rec[f"{key}_sd"], dec) if rec["source"] in (OURS, TRIVIAL) else "–"
+                cells.append(f"{ours} [{format_cell(rec[f'{key}_paper'], rec[f'{key}_paper_sd'], dec)}]")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += budget_footnotes(block[block["source"] == OURS])
+        lines += no_aspect_footnotes(block[block["source"] == OURS], "model")
+        notes = {r["note"] for r in block.to_dict("records") if r["note"]}
+        lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
+    return "\n".join(lines)
+
+
+def write_table(df: pd.DataFrame, markdown: str, results_dir: str | Path, stem: str) -> list[Path]:
+    """Write ``<stem>.csv`` (numbers rounded to 4 decimals) and ``<stem>.md`` atomically."""
+    results_dir = Path(results_dir)
+    csv = results_dir / f"{stem}.csv"
+    md = results_dir / f"{stem}.md"
+    atomic_write_bytes(csv, df.round(4).to_csv(index=False, lineterminator="\n").encode())
+    atomic_write_bytes(md, (markdown.rstrip() + "\n").encode())
+    return [csv, md]

@@ -1,0 +1,14 @@
+"""Training: what determines a run, the loop that trains it, and the records it leaves.
+
+    config      :class:`TrainConfig` (every field declared once), the run identity and its hash
+    loop        :func:`train`: open or resume -> epochs -> evaluate and select -> finish
+    runs        run folders: the records, the identity check, the cache lookup, locks, environment
+    optim       AdamW with the paper's schedule
+    checkpoint  safetensors checkpoints with checksums, and the resume state
+"""
+
+from absa_lib.training.config import TrainConfig
+from absa_lib.training.loop import train
+from absa_lib.training.runs import Run, find_runs, load_run
+
+__all__ = ["Run", "TrainConfig", "find_runs", "load_run", "train"]

@@ -1,0 +1,113 @@
+"""Checkpoints as safetensors only: model weights (``save_pretrained``) plus, for resuming, the
+optimizer moments, the step counter, the RNG state and the metrics so far.
+
+A checkpoint folder is written under a temporary name and renamed into place, so a killed process
+leaves the previous checkpoint intact. Its last file, ``checksums.json``, holds the SHA-256 of every
+other file; :func:`verify_checksums` checks them before a checkpoint is used, so flipped or
+truncated bytes are an error rather than different predictions. (A checkpoint written before
+checksums were recorded has no ``checksums.json`` and is read unchecked.)
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from absa_lib.data.download import file_sha256
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import atomic_write_json, new_file_mode, read_json
+
+CHECKSUMS = "checksums.json"
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    old = final.with_name(final.name + ".old")
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def save_checkpoint(directory: Path, model, optimizer=None, state: dict | None = None) -> None:
+    """Save ``model`` (and, when given, the optimizer and trainer ``state``) to ``directory``."""
+    directory = Path(directory)
+    tmp = directory.with_name(directory.name + ".tmp")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        model.save_pretrained(tmp)
+        if optimizer is not None:
+            tensors, meta = {}, {"param_groups": optimizer.state_dict()["param_groups"]}
+            for idx, slots in optimizer.state_dict()["state"].items():
+                for name, value in slots.items():
+                    tensors[f"state.{idx}.{name}"] = torch.as_tensor(value).detach().cpu().contiguous()
+            tensors["rng.torch"] = torch.get_rng_state()
+            if torch.cuda.is_available():
+                tensors["rng.cuda"] = torch.cuda.get_rng_state()
+            save_file(tensors, tmp / "trainer_state.safetensors")
+            atomic_write_json(tmp / "trainer_state.json", {**meta, **(state or {})})
+        for p in tmp.iterdir():                # safetensors writes 0o600; the records are the umask's
+            p.chmod(new_file_mode())
+        atomic_write_json(tmp / CHECKSUMS, {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
+        _replace_dir(tmp, directory)
+    except (OSError, SafetensorError, AbsaError) as err:      # disk full, quota, permissions
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise AbsaError(f"could not write the checkpoint {directory} ({one_line(err)}); free some space or "
+                        "choose another --out, then run the same command again (it resumes from the last "
+                        "complete epoch)") from None
+
+
+def verify_checksums(directory: Path, fix: str) -> None:
+    """Check every file listed in ``directory/checksums.json`` against its recorded SHA-256.
+
+    Raises:
+        AbsaError: a listed file is missing or its bytes changed; the message names the file and
+            ends with ``fix``.
+    """
+    directory = Path(directory)
+    if not (directory / CHECKSUMS).is_file():
+        return                                  # written before checksums were recorded
+    recorded = read_json(directory / CHECKSUMS)
+    if not isinstance(recorded, dict):
+        raise AbsaError(f"{directory / CHECKSUMS}: expected {{file name: sha256}}; {fix}")
+    unlisted = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name != CHECKSUMS
+                      and p.name not in recorded and not p.name.startswith("."))
+    if unlisted:                # a file left out of the list would be read unchecked
+        raise AbsaError(f"{directory / CHECKSUMS}: does not list {', '.join(unlisted)}, which every checkpoint "
+                        f"written here records; the list was edited or damaged; {fix}")
+    for name, digest in sorted(recorded.items()):
+        path = directory / str(name)
+        try:
+            actual = file_sha256(path)
+        except OSError as err:
+            raise AbsaError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
+        if actual != digest:
+            raise AbsaError(f"{path}: sha256 {actual[:16]}... differs from the {str(digest)[:16]}... recorded when "
+                            f"it was written (the file is corrupt); {fix}")
+
+
+def load_trainer_state(directory: Path, optimizer) -> dict | None:
+    """Restore optimizer moments and RNG state from ``directory``; return the saved trainer state."""
+    directory = Path(directory)
+    meta_path, tensor_path = directory / "trainer_state.json", directory / "trainer_state.safetensors"
+    if not (meta_path.is_file() and tensor_path.is_file()):
+        return None
+    meta = read_json(meta_path)
+    if not isinstance(meta, dict) or not {"param_groups", "epoch", "step", "epochs", "best"} <= set(meta):
+        raise ValueError(f"{meta_path} is not a trainer state (param_groups, epoch, step, epochs, best)")
+    tensors = load_file(tensor_path)
+    state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        if key.startswith("state."):
+            _, idx, name = key.split(".", 2)
+            state.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
+    torch.set_rng_state(tensors["rng.torch"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    return meta

@@ -1,0 +1,316 @@
+"""What determines a run: :class:`TrainConfig`, its validation, and the run's identity.
+
+A run is identified by a hash of its configuration (precision resolved for the machine, a local
+backbone as an absolute path), the data files' checksums, the backbone's fingerprint and the
+library version (:func:`run_identity`). Fields added after the first runs were recorded are left
+out of the hash while they hold the value that reproduces the earlier behaviour
+(:data:`NEUTRAL_DEFAULTS`), so earlier runs keep their ids. A run's ``config.json`` records all of
+it; :func:`config_from_record` rebuilds the config and refuses a record whose ``run_id`` is not the
+hash of what it records (an edited file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from absa_lib._version import __version__
+from absa_lib.checks import is_int, is_number
+from absa_lib.data import datasets as D
+from absa_lib.data.download import dataset_checksums, file_sha256
+from absa_lib.data.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
+from absa_lib.data.own_data import register_scheme, scheme_from_dict
+from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
+from absa_lib.errors import AbsaError
+from absa_lib.fileio import read_json
+from absa_lib.models import MODELS, PRESETS
+from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
+from absa_lib.models.joint import OBJECTIVES
+from absa_lib.paths import default_runs_dir
+
+# Fields added after the first runs were recorded. At these values they reproduce the earlier
+# behaviour, so they are left out of the run identity and earlier runs keep their ids.
+NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mult": 1.0,
+                    "objective": "single", "compile": "none"}
+
+
+def _field(default, help: str, *, choices=None, check=None, expected: str = "", role: str = "option",
+           cli: dict | None = None):
+    """One training field, declared once: its default, what it means (``absa train --help`` shows
+    it), what it accepts (``choices``, or ``check`` with the ``expected`` it names when refusing) and
+    its ``role`` in a grid: ``grid`` (what a grid row sets: model, input variant, seed, ...),
+    ``budget`` (a notebook parameter of its own) or ``option`` (a profile's ``train_options``).
+    ``cli``: how ``absa train`` takes it, where not as ``--name VALUE`` of the default's type."""
+    meta = {"help": help, "choices": choices, "check": check, "expected": expected, "role": role, "cli": cli or {}}
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _positive(v) -> bool:
+    return is_int(v) and v >= 1
+
+
+def _positive_or_all(v) -> bool:
+    return v is None or _positive(v)
+
+
+def _positive_number(v) -> bool:
+    return is_number(v) and v > 0
+
+
+# A subset size of 0 would train on nothing, -5 on all but five; a learning rate of inf would fail an
+# epoch later: every field is checked when a TrainConfig is made.
+POSITIVE, ALL_OR_POSITIVE = "a positive integer", "a positive integer, or unset for all"
+FINITE_POSITIVE = "a finite positive number"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a run's result (the run id is a hash of these fields). Each field is
+    declared here once; the checks, ``absa train``'s options and the grid's roles are read from it."""
+
+    dataset: str = _field("sentihood", "sentihood | semeval | a folder of your own data (dataset.json, train.csv, "
+                          "dev.csv, test.csv: docs/own_data.md)", role="grid", cli={"required": True, "default": None})
+    model: str = _field("qacg-bert", " | ".join(MODELS), choices=MODELS, role="grid", cli={"required": True, "default": None})
+    preset: str = _field("paper", "paper (default) | official (ignored by bert-single and bert-pair)",
+                         choices=PRESETS, role="grid")
+    aux: str = _field("NLI-M", "input variant: NLI-M (default; 'single' for bert-single) | QA-M | NLI-B | QA-B | "
+                      "none | single", choices=INPUT_VARIANTS, role="grid", cli={"default": None})
+    backbone: str = _field("minilm", "bert-base-uncased | minilm (default, offline) | bert-base-random | tiny | "
+                           "a local folder", check=lambda v: isinstance(v, str) and v != "",
+                           expected="a backbone name or a model folder", role="budget")
+    seed: int = _field(42, "default: %(default)s", check=lambda v: is_int(v) and 0 <= v < 2**32,
+                       expected="an integer from 0 to 2**32 - 1 (numpy's seed range)", role="grid")
+    epochs: int = _field(25, "default: %(default)s, the paper's", check=_positive, expected=POSITIVE, role="budget")
+    batch_size: int = _field(24, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget")
+    lr: float = _field(2e-5, "default: %(default)s", check=_positive_number, expected=FINITE_POSITIVE, role="budget")
+    warmup: float = _field(0.1, "fraction of steps with linear warm-up (default: %(default)s)",
+                           check=lambda v: is_number(v) and 0 <= v < 1, expected="a fraction in [0, 1)")
+    schedule: str = _field("linear", "after warm-up: linear (default, the paper's: decay to 0) | constant",
+                           choices=("linear", "constant"))
+    head_lr_mult: float = _field(1.0, "learning-rate multiplier for the classifier, pooler and context layers "
+                                 "(default 1)", check=_positive_number, expected=FINITE_POSITIVE)
+    weight_decay: float = _field(0.01, "default: %(default)s", check=lambda v: is_number(v) and v >= 0,
+                                 expected="a finite number >= 0")
+    adam_eps: float = _field(1e-6, "default: %(default)s, the official BERTAdam's", check=_positive_number,
+                             expected=FINITE_POSITIVE)
+    max_grad_norm: float = _field(1.0, "global gradient norm clip (default: %(default)s; the official code clips "
+                                  "per tensor)", check=_positive_number, expected=FINITE_POSITIVE)
+    max_length: int = _field(128, "tokens (default: %(default)s)", check=_positive, expected=POSITIVE, role="budget")
+    sampler: str = _field("uniform", "uniform (default) | balanced (official code: WeightedRandomSampler) | "
+                          "per-context (bert-single only: each batch from one context, as in Sun et al.'s separate "
+                          "runs; the tables' bert-single rows use it)", choices=("uniform", "balanced", "per-context"),
+                          role="grid")
+    eval_batch_size: int = _field(64, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget")
+    precision: str = _field("auto", "auto (default: bf16 on CUDA and CPUs with native bf16, else fp32) | fp32 | "
+                            "bf16 (autocast); runs record the resolved value", choices=PRECISIONS)
+    group_by_length: bool = _field(False, "batches of inputs of similar length (less padding, the same examples "
+                                   "per epoch; part of the run's identity)", check=lambda v: isinstance(v, bool),
+                                   expected="true or false")
+    max_train_examples: int | None = _field(None, "train on a seeded subset (seed 0: the same for every run seed)",
+                                            check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget")
+    max_eval_examples: int | None = _field(None, "evaluate on the first K dev/test examples (whole groups)",
+                                           check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget")
+    model_overrides: dict = _field({}, "model config override, e.g. --override quasi=false --override "
+                                   "gate_activation='\"sigmoid\"'", check=lambda v: isinstance(v, dict),
+                                   expected="a mapping of model fields to values", role="grid",
+                                   cli={"flag": "--override", "metavar": "KEY=JSON"})
+    objective: str = _field("single", "single (default: one C-way head) | joint (aspect + sentiment heads) | "
+                            "joint-dwa (joint with dynamic task weights from the dev losses)",
+                            choices=OBJECTIVES, role="grid")
+    compile: str = _field("none", "none (default) | default | reduce-overhead: torch.compile the training step "
+                          "(reduce-overhead: as CUDA graphs, for a GPU); part of the run's identity",
+                          choices=COMPILE_MODES)
+
+    def __post_init__(self) -> None:
+        if not D.known(self.dataset):
+            raise AbsaError(f"dataset={self.dataset!r} is not one of {', '.join(D.DATASETS)}, nor a dataset "
+                            "of your own registered in this process (absa train --dataset FOLDER, or "
+                            "absa_lib.register_dataset(FOLDER); see docs/own_data.md)")
+        for f in dataclasses.fields(self):
+            value, allowed = getattr(self, f.name), f.metadata["choices"]
+            if allowed is not None and value not in allowed:
+                raise AbsaError(f"{f.name}={value!r} is not one of {', '.join(allowed)}")
+        for f in dataclasses.fields(self):
+            check, value = f.metadata["check"], getattr(self, f.name)
+            if check is not None and not check(value):
+                raise AbsaError(f"{f.name} must be {f.metadata['expected']}, got {value!r}")
+        if self.model == "bert-single" and self.aux not in SENTENCE_ONLY:
+            raise AbsaError("bert-single reads the sentence only: use aux='single'")
+        if self.sampler == "per-context" and self.model != "bert-single":
+            raise AbsaError(f"sampler='per-context' batches each context apart for bert-single's per-context "
+                            f"classifiers; {self.model} has one model for every context: use uniform or balanced")
+        if self.model == "bert-pair" and self.aux in SENTENCE_ONLY:
+            raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
+        if self.objective != "single" and (self.model == "bert-single" or self.aux in B_VARIANTS):
+            raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
+                            "bert-single, and aux none, single, NLI-M or QA-M")
+
+    @classmethod
+    def fields_of(cls, role: str) -> tuple[str, ...]:
+        """The names of the fields of ``role`` (grid, budget, option), in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["role"] == role)
+
+    @classmethod
+    def from_file(cls, path: Path) -> TrainConfig:
+        """The config a JSON file of its fields describes (``absa train --config``; the grid runner
+        hands each process its run this way)."""
+        fields = read_json(path)
+        if not isinstance(fields, dict):
+            raise AbsaError(f"{path}: expected a JSON object of TrainConfig fields, got {type(fields).__name__}")
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise AbsaError(f"{path}: {unknown[0]!r} is not a TrainConfig field")
+        return cls(**fields)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def config_hash(identity: dict) -> str:
+    """12 hex digits of SHA-256 over the canonical JSON of everything that affects a result."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def run_identity(config: TrainConfig) -> dict:
+    """What the run id hashes: the config (precision resolved; fields at their neutral default left
+    out), the data files' checksums (for your own data also its scheme), the backbone's fingerprint,
+    the library version and, for an ATAE-LSTM on GloVe vectors, the vector file's SHA-256."""
+    config = resolved(config)
+    fields = {k: v for k, v in config.to_dict().items()
+              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+    identity = {"config": fields, "data_sha256": data_checksums(config.dataset),
+                "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
+    if config.dataset in D.OWN:                    # your own data: its scheme travels with the run
+        identity["dataset_scheme"] = D.OWN[config.dataset].scheme.to_dict()
+    vectors = config.model_overrides.get("alstm_vectors")
+    if vectors:                        # a GloVe file: its contents, not only its name (absent otherwise)
+        path = Path(vectors).expanduser()
+        if not path.is_file():
+            raise AbsaError(f"alstm_vectors={vectors}: no such file; expected a GloVe text file")
+        identity["vectors_sha256"] = file_sha256(path)
+    return identity
+
+
+def data_checksums(dataset: str) -> dict[str, str]:
+    """The pinned checksums of a benchmark's files, or those of your own dataset's folder."""
+    if dataset not in D.OWN:
+        return dataset_checksums(dataset)
+    if D.OWN[dataset].folder is None:
+        raise AbsaError(f"dataset {dataset!r} is known from a run record only; register its folder to train "
+                        "(absa train --dataset FOLDER, or absa_lib.data.own_data.register_dataset(FOLDER))")
+    D.OWN[dataset].check_files()          # the run cache is keyed on these: never on stale ones
+    return D.OWN[dataset].checksums()
+
+
+# What a run's config.json records besides the TrainConfig fields (see train()).
+RECORD_EXTRAS = ("run_id", "data_sha256", "dataset_scheme", "backbone_fingerprint", "absa_lib_version",
+                 "vectors_sha256", "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
+
+
+def recorded_identity(record: dict) -> dict:
+    """The :func:`run_identity` a run's config.json describes, from what it recorded: its fields, the
+    data checksums, the backbone fingerprint and the library version. Nothing is recomputed (neither
+    the data nor the backbone's weights are needed), so its hash is the run_id the record must carry.
+    A record without a backbone fingerprint was written before the fingerprint and the neutral
+    defaults were part of the identity, and is hashed as it was then."""
+    fields = {k: v for k, v in record.items() if k not in RECORD_EXTRAS}
+    identity = {"config": fields, "data_sha256": record.get("data_sha256")}
+    if "backbone_fingerprint" in record:
+        identity["config"] = {k: v for k, v in fields.items()
+                              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
+        identity["backbone_fingerprint"] = record["backbone_fingerprint"]
+    for extra in ("dataset_scheme", "vectors_sha256"):
+        if extra in record:
+            identity[extra] = record[extra]
+    return {**identity, "absa_lib_version": record.get("absa_lib_version")}
+
+
+class _NameTaken(Exception):
+    """A run record's own-data scheme clashes with another dataset of that name in this process."""
+
+
+def config_from_record(record, source: Path) -> TrainConfig:
+    """The TrainConfig of a run's config.json, after checking that it is one and that its run_id is
+    the hash of what it records (an edited ``dataset``, ``aux`` or ``model`` would otherwise make
+    ``absa predict`` answer confidently with the wrong labels).
+
+    Raises:
+        AbsaError: naming ``source``: not a JSON object, a missing or wrong-typed field, or a run_id
+            that does not match.
+    """
+    fix = "restore the file, or train the run again with `absa train ... --force`"
+    needed = ("run_id", "dataset", "model", "aux", "backbone")
+    if not isinstance(record, dict) or not set(needed) <= set(record):
+        if isinstance(record, dict) and "absa_model" in record:     # a checkpoint's config.json
+            raise AbsaError(f"{source}: a checkpoint's config, not a run record; give the run folder (the one "
+                            "holding checkpoints/), as `absa train` printed it")
+        got = type(record).__name__ if not isinstance(record, dict) else \
+            f"no {', '.join(k for k in needed if k not in record)}"
+        raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
+                        f"backbone and the other training fields), got {got}; {fix}")
+    try:
+        if "dataset_scheme" in record:              # your own data: the run knows its labels and aspects
+
+            scheme = scheme_from_dict(record["dataset_scheme"], "field dataset_scheme")
+            if scheme.name != record["dataset"]:
+                raise AbsaError(f"dataset_scheme names {scheme.name!r}, the run's dataset is "
+                                f"{record['dataset']!r}")
+            try:
+                register_scheme(scheme)
+            except AbsaError as err:                    # the record is fine: another dataset took the name
+                raise _NameTaken(str(err)) from None
+        config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
+    except AbsaError as err:
+        raise AbsaError(f"{source}: {err}; {fix}") from None
+    except _NameTaken as err:
+        raise AbsaError(f"{source}: {err}; runs of two datasets of one name cannot be read together: "
+                        "summarise or load them apart, or give one dataset another name") from None
+    digest = config_hash(recorded_identity(record))
+    if record["run_id"] != digest:
+        raise AbsaError(f"{source}: run_id {record['run_id']!r} is not the hash of the recorded configuration "
+                        f"({digest}): the file was edited or damaged; {fix}")
+    return config
+
+
+def resolved(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
+    a local backbone folder as an absolute path (a run does not depend on the working directory)."""
+
+    if config.backbone not in BACKBONES:
+        backbone_dir(config.backbone)          # a misspelt name is refused as typed, not as an absolute path
+    backbone = config.backbone if config.backbone in BACKBONES else str(Path(config.backbone).expanduser().resolve())
+    return dataclasses.replace(config, backbone=backbone,
+                               precision=resolve_precision(config.precision, default_device()))
+
+
+def run_path(config: TrainConfig, runs_dir=None) -> Path:
+    """The folder of the run ``config`` describes: ``<runs_dir>/<dataset>/<model>/<run_id>``."""
+
+    run_id = config_hash(run_identity(config))
+    return Path(runs_dir or default_runs_dir()) / config.dataset / config.model / run_id
+
+
+
+def check_max_length(config: TrainConfig, tokenizer) -> None:
+    """``max_length`` must hold the special tokens, the longest auxiliary sentence of the input variant
+    and one word of the sentence (below that nothing can be truncated as it should), and at most the
+    backbone's ``max_position_embeddings``."""
+
+    ds, aux = config.dataset, config.aux
+    targets = D.targets_of(ds)
+    labels = D.LABELS[ds] if aux in B_VARIANTS else (None,)
+    longest = 0 if aux in SENTENCE_ONLY else max(
+        len(tokenizer.tokenize(auxiliary_sentence(ds, aux, t, a, lab)))
+        for t in targets for a in D.ASPECTS[ds] for lab in labels)
+    low = (3 if longest else 2) + longest + 1
+    high = backbone_config(config.backbone).max_position_embeddings
+    if not low <= config.max_length <= high:
+        raise AbsaError(f"max_length={config.max_length} is out of range: expected {low} to {high} tokens "
+                        f"(aux {aux} needs {low - 1} for the special tokens and its longest auxiliary sentence "
+                        f"plus one word; backbone {config.backbone} has {high} positions)")

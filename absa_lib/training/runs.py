@@ -1,0 +1,431 @@
+"""Run records: identity (a hash of everything that affects the result), provenance, the run cache.
+
+A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
+
+    config.json            the TrainConfig, run_id, data checksums, backbone fingerprint, library
+                           version; load_run checks that the run_id is the hash of the rest
+    metrics.json           per epoch: train loss, time, dev and test metrics; the selections
+                           (dev_best = default protocol, test_best = the official code's, last);
+                           "complete": true only once training has finished
+    env.json               Python, torch, transformers, device (GPU name; CPU model and whether it has
+                           native bf16), OS, git commit and dirty flag, the first epoch this process
+                           trained (from_epoch); after a resume, the earlier processes' under earlier
+    predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.evaluation.predictions format)
+    curve.png              the training curve (absa_lib.reports.plots.training_curves)
+    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
+                                 verified before use; not for git
+
+Every file is written atomically (:mod:`absa_lib.fileio`), so a killed process leaves either the old
+file or the new one, and ``complete`` is written last. :func:`find_runs` is the cache lookup: the
+finished runs whose configuration matches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from absa_lib._version import __version__
+from absa_lib.checks import is_kind
+from absa_lib.data.inputs import model_sizes
+from absa_lib.device import cpu_has_native_bf16
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import exclusive_lock, lock_holder, read_json
+from absa_lib.models.model_config import read_saved_config
+from absa_lib.models.pretrained import AbsaPreTrainedModel
+from absa_lib.paths import ensure_writable
+from absa_lib.training.checkpoint import verify_checksums
+from absa_lib.training.config import (
+    NEUTRAL_DEFAULTS,
+    RECORD_EXTRAS,
+    TrainConfig,
+    config_from_record,
+    config_hash,
+    run_identity,
+)
+
+
+def _git(*args: str) -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name ("AMD EPYC 9R14 96-Core Processor"), from /proc/cpuinfo on Linux; None
+    where that file is absent or names none. ``platform.processor()`` says only "x86_64"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
+def collect_env() -> dict:
+    """Versions and hardware next to every result (docs/paper_notes.md §4.3: runs are not bit-reproducible
+    across devices, so the device is part of the record)."""
+    import numpy
+    import torch
+    import transformers
+
+
+    cuda = torch.cuda.is_available()
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_native_bf16": cpu_has_native_bf16(),   # what precision "auto" resolves to on this CPU
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": numpy.__version__,
+        "absa_lib": __version__,
+        "device": "cuda" if cuda else "cpu",
+        "cuda": torch.version.cuda if cuda else None,
+        "gpu": torch.cuda.get_device_name(0) if cuda else None,
+        "gpu_count": torch.cuda.device_count() if cuda else 0,
+        "git_commit": commit,
+        "git_dirty": (status != "") if status is not None else None,
+    }
+
+
+def device_name(env: dict) -> str:
+    """The machine a run trained on, from its ``env.json`` (:func:`collect_env`): the GPU's name, else
+    the CPU's (older records name only its architecture, e.g. ``x86_64``) with its cores and the
+    threads the run used; "" for a run without one."""
+    if not env:
+        return ""
+    if env.get("gpu"):
+        return env["gpu"]
+    cpu = env.get("cpu_model") or env.get("processor") or "CPU"
+    threads = env.get("torch_threads")
+    return f"{cpu} ({env.get('cpu_count')} cores, {threads} thread{'' if threads == 1 else 's'})"
+
+
+def describe(config: dict, seed: bool = True, dataset: bool = True) -> str:
+    """A run's configuration in a few words, for scripts that list runs, e.g. ``semeval cg-bert NLI-M
+    gate_activation=sigmoid (paper) seed 42``, ``sentihood qacg-bert (no aux) (paper) seed 43`` or
+    ``semeval bert-single per-context batches (paper) seed 42`` (without ``seed``: what its seeds share; without ``dataset``: a row of a dataset's table)."""
+    aux = {None: "", "single": "", "none": " (no aux)"}.get(config.get("aux"), f" {config.get('aux')}")
+    overrides = "".join(f" {k}={v}" for k, v in sorted((config.get("model_overrides") or {}).items()))
+    objective = f" {config['objective']}" if config.get("objective", "single") != "single" else ""
+    sampler = f" {config['sampler']} batches" if config.get("sampler", "uniform") != "uniform" else ""
+    return ((f"{config['dataset']} " if dataset else "") + f"{config['model']}{aux}{overrides}{objective}{sampler} ({config['preset']})"
+            + (f" seed {config['seed']}" if seed else ""))
+
+
+@dataclass
+class Run:
+    """A training run on disk. ``cached`` is True when it was found rather than trained."""
+
+    path: Path
+    config: dict
+    metrics: dict
+    env: dict = field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.config["run_id"]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.metrics.get("complete"))
+
+    def selected(self, protocol: str = "dev_best") -> dict:
+        """``{"epoch", "dev", "test"}`` at the epoch chosen by ``protocol``.
+
+        ``dev_best`` (default, honest), ``test_best`` (the official code's protocol, docs/paper_notes.md
+        §4.6: selection on the test set), or ``last``.
+        """
+        try:
+            return self.metrics["selection"][protocol]
+        except KeyError:
+            raise AbsaError(f"{self.path}: no '{protocol}' selection recorded; expected one of "
+                            f"{sorted(self.metrics.get('selection', {}))}") from None
+
+    def load_model(self, which: str = "best"):
+        """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking the
+        checkpoint's checksums and that its own config is this run's model (labels, contexts, backbone)."""
+
+        ckpt = self.path / "checkpoints" / which
+        if not (ckpt / "config.json").is_file():
+            raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
+                            "records); retrain with `absa train ... --force`")
+        fix = "retrain with `absa train ... --force`"
+        verify_checksums(ckpt, fix)
+        saved = read_saved_config(ckpt)
+        for key, expected in self.checkpoint_fields().items():
+            got = getattr(saved, key, None)
+            if got != expected:
+                raise AbsaError(f"{ckpt / 'config.json'}: {key} is {got!r}, but the run's config.json says "
+                                f"{expected!r}: the checkpoint is not this run's model; {fix}")
+        return AbsaPreTrainedModel.from_pretrained(ckpt)
+
+    def checkpoint_fields(self) -> dict:
+        """What a checkpoint's config.json must say for this run: model, labels, contexts, backbone."""
+
+        sizes = model_sizes(self.config["dataset"], self.config["aux"])
+        return {"absa_model": self.config["model"], "num_labels": sizes["num_labels"],
+                "num_contexts": sizes["num_contexts"], "absa_backbone": self.config["backbone"]}
+
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How this process trains its runs; none of it changes a result. The callers (``absa train``,
+    the grid, a notebook's session) read it from the environment with :meth:`from_environ`; the
+    training loop reads no environment variable.
+
+    - ``cache_only`` (``$ABSA_CACHE_ONLY=1``): a run that is not finished is an error instead of being
+      trained (a notebook that must only read the runs a grid trained, e.g. on a node with a time limit).
+    - ``keep_resume_state`` (``$ABSA_RESUME_STATE``, default 1): every epoch saves the resume state
+      (``checkpoints/last``: the weights, Adam's moments and the RNG state; 283 MB for a MiniLM
+      CG/QACG-BERT, about 2.2 GB for a SentiHood BERT-single's eight classifiers, written and hashed
+      after every epoch). 0 where nothing could resume from it (a machine that is gone when the job
+      ends): a run interrupted there starts again from epoch 1. Results are the same either way.
+    - ``spawned_at`` (``$ABSA_SPAWNED_AT``, set by the grid runner): when the grid launched this
+      process, so that the run records its start-up (the interpreter, imports, tokenizing, building the
+      model, a resumed checkpoint) and its whole wall time. None when no grid launched it.
+    """
+
+    cache_only: bool = False
+    keep_resume_state: bool = True
+    spawned_at: float | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Launch:
+        """The options ``environ`` sets; a bad ``ABSA_RESUME_STATE`` is refused before any work."""
+        resume = environ.get("ABSA_RESUME_STATE", "1")
+        if resume not in ("0", "1"):
+            raise AbsaError(f"ABSA_RESUME_STATE={resume!r}: expected 1 (save the resume state after every "
+                            "epoch, the default) or 0 (do not)")
+        try:
+            spawned_at = float(environ.get("ABSA_SPAWNED_AT", "")) if environ.get("ABSA_SPAWNED_AT") else None
+        except ValueError:
+            spawned_at = None
+        return cls(cache_only=environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"),
+                   keep_resume_state=resume == "1", spawned_at=spawned_at)
+
+    def seconds_since_spawned(self) -> float | None:
+        """Seconds since the grid launched this process; None when no grid launched it."""
+        return None if self.spawned_at is None else round(time.time() - self.spawned_at, 1)
+
+
+def run_record(config: TrainConfig, n_train_examples: int, n_train_inputs: int, n_dev_examples: int,
+               n_test_examples: int) -> dict:
+    """A run's ``config.json``: its fields, its run id and the rest of its identity (data checksums,
+    backbone fingerprint, library version), and the sizes of its splits."""
+    identity = run_identity(config)
+    return {**config.to_dict(), "run_id": config_hash(identity), **{k: v for k, v in identity.items() if k != "config"},
+            "n_train_examples": n_train_examples, "n_train_inputs": n_train_inputs,
+            "n_dev_examples": n_dev_examples, "n_test_examples": n_test_examples}
+
+
+def metrics_record(epochs: list[dict], sel_metric: str, complete: bool) -> dict:
+    """A run's ``metrics.json``: per-epoch rows plus the three selections (:func:`select_epochs`)."""
+    return {"epochs": epochs, "selection": select_epochs(epochs, sel_metric), "selection_metric": sel_metric,
+            "complete": complete}
+
+
+RUN_LOCK = ".lock"      # in the run folder: held by the one process training the run
+
+
+def runs_training_beside(path: Path) -> int:
+    """How many runs of the runs folder that holds ``path`` (``<runs_dir>/<dataset>/<model>/<id>``)
+    are being trained now, the one at ``path`` included: the run locks that some process holds.
+    Recorded after every epoch (``runs_training``), because runs sharing a device change its speed."""
+    others = (lock for lock in path.parents[2].glob(f"*/*/*/{RUN_LOCK}") if lock.parent != path)
+    return 1 + sum(lock_holder(lock) is not None for lock in others)
+
+
+@contextmanager
+def claimed_run_folder(path: Path, force: bool) -> Iterator[None]:
+    """Create the run folder, check that files can be written in it, and hold it for the ``with``
+    block: a second process (another grid, a notebook) training the same run is refused with one line
+    instead of interleaving its epochs with this one's. With ``force`` the folder is emptied first
+    (all but the lock)."""
+
+    fix = "choose a writable folder with --out (or $ABSA_RUNS_DIR)"
+    ensure_writable(path, fix)
+    with exclusive_lock(path / RUN_LOCK, "another process is training this run; wait for it to finish "
+                                         "or stop it, then run the same command again"):
+        if force:
+            try:
+                for child in [c for c in path.iterdir() if c.name != RUN_LOCK]:
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            except OSError as err:
+                raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
+        yield
+
+
+BUSY_POLL = 5.0         # seconds between two looks at the lock of a run that another process trains
+
+
+def env_record(path: Path, resumed_after: int) -> dict:
+    """This process's environment, with the first epoch it trains (``from_epoch``). A run resumed over
+    several sessions may have trained on several machines: on a resume, the earlier processes' records
+    that trained a kept epoch stay, oldest first, under ``earlier`` (a start that ended before finishing
+    an epoch trained nothing that is kept and is dropped)."""
+    env = {**collect_env(), "from_epoch": resumed_after + 1}
+    if resumed_after and path.is_file():
+        previous = read_json(path)
+        earlier = previous.pop("earlier", []) if isinstance(previous, dict) else None
+        if not isinstance(earlier, list) or not all(isinstance(e, dict) for e in earlier):
+            raise AbsaError(f"{path}: expected a JSON object whose 'earlier' is a list of objects; delete it "
+                            "to resume without the earlier sessions' environment, or rerun with --force")
+        env["earlier"] = [e for e in [*earlier, previous] if e.get("from_epoch", 1) <= resumed_after]
+    return env
+
+
+def select_epochs(epochs: list[dict], sel_metric: str) -> dict:
+    """The epoch each protocol picks, with its dev and test metrics: ``dev_best`` and ``test_best``
+    by ``sel_metric`` (ties go to the earlier epoch), and ``last``."""
+    def pick(best: dict) -> dict:
+        return {"epoch": best["epoch"], "dev": best["dev"], "test": best["test"]}
+
+    return {f"{split}_best": pick(max(epochs, key=lambda r: (r[split][sel_metric], -r["epoch"])))
+            for split in ("dev", "test")} | {"last": pick(epochs[-1])}
+
+
+def _check_metrics(path: Path, metrics: dict) -> None:
+    """A finished run's metrics.json as training writes it, since every table reads it: ``complete``
+    true, every dev and test metric of every epoch a fraction in [0, 1] (NaN: undefined, e.g. an AUC
+    without both classes), and the recorded selections those epochs give."""
+    where, fix = path / "metrics.json", "the file was edited or damaged: restore it, or retrain with --force"
+    if metrics.get("complete") is not True:
+        raise AbsaError(f"{where}: complete is {metrics.get('complete')!r}, expected true; {fix}")
+    epochs, sel_metric = metrics.get("epochs"), metrics.get("selection_metric")
+    if not isinstance(epochs, list) or not epochs:
+        raise AbsaError(f"{where}: no epochs recorded (epochs is {epochs!r}); {fix}")
+    if not isinstance(sel_metric, str):
+        raise AbsaError(f"{where}: selection_metric is {sel_metric!r}, expected the name of a metric; {fix}")
+    for i, epoch in enumerate(epochs, 1):
+        for split in ("dev", "test"):
+            values = epoch.get(split) if isinstance(epoch, dict) else None
+            if not isinstance(values, dict) or sel_metric not in values:
+                raise AbsaError(f"{where}: epoch {i} has no {split} {sel_metric!r} (the selection metric); {fix}")
+            for key, v in values.items():
+                if not is_kind(v, (int, float)) or not (math.isnan(v) or 0 <= v <= 1):
+                    raise AbsaError(f"{where}: epoch {i}, {split} {key} is {v!r}, expected a fraction in [0, 1] "
+                                    f"(or NaN: undefined); {fix}")
+    try:
+        again, recorded = select_epochs(epochs, sel_metric), dict(metrics["selection"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise AbsaError(f"{where}: its epochs cannot be read ({one_line(err)}); delete the run "
+                        "folder or rerun with --force") from None
+    for protocol, picked in again.items():       # compared as JSON text, where NaN equals NaN
+        if json.dumps(recorded.get(protocol), sort_keys=True) != json.dumps(picked, sort_keys=True):
+            raise AbsaError(f"{path / 'metrics.json'}: the recorded {protocol} selection is not what its epochs "
+                            f"give (epoch {picked['epoch']}); the file was edited or damaged: restore it, or "
+                            "retrain with --force")
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Read a run folder. A run whose training has not finished raises :class:`AbsaError`."""
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise AbsaError(f"{path}: not a run folder (no config.json); give the folder that "
+                        "`absa train` printed")
+
+    config = read_json(path / "config.json")
+    config_from_record(config, path / "config.json")          # a valid config whose hash is its run_id
+    metrics = read_json(path / "metrics.json") if (path / "metrics.json").is_file() else {}
+    env = read_json(path / "env.json") if (path / "env.json").is_file() else {}
+    for name, record in (("metrics.json", metrics), ("env.json", env)):
+        if not isinstance(record, dict):
+            raise AbsaError(f"{path / name}: expected a JSON object, got {type(record).__name__}; delete "
+                            "the run folder or rerun with --force")
+    run = Run(path=path, config=config, metrics=metrics, env=env, cached=True)
+    if not run.complete:
+        raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
+                        "run the same `absa train` command again to resume it")
+    _check_metrics(path, metrics)
+    return run
+
+
+def find_runs(runs_dir: str | os.PathLike, **filters: Any) -> list[Run]:
+    """Every complete run under ``runs_dir`` whose config matches all ``filters`` (field=value); a field
+    a record lacks (written before the field existed) has its neutral default. Unfinished runs are
+    left out; a damaged or edited record is an error (never silently dropped or used)."""
+
+    unknown = sorted(set(filters) - set(TrainConfig.__dataclass_fields__) - set(RECORD_EXTRAS))
+    if unknown:                                  # a misspelt field would match no run, silently
+        raise AbsaError(f"find_runs: {', '.join(unknown)} is not a field of a run's config.json; expected "
+                        "TrainConfig fields such as dataset, model, aux, preset, seed, epochs")
+    for name, value in filters.items():          # seed='42' would match no run, silently
+        kind = _filter_kind(name)
+        if kind and not is_kind(value, kind[0]):
+            raise AbsaError(f"find_runs: {name}={value!r} can match no run; a run records its {name} as {kind[1]}")
+    runs = []
+    for folder, complete in run_folders(runs_dir):
+        if not complete:
+            continue
+        cfg = folder / "config.json"
+        record = read_json(cfg)
+        if (isinstance(record, dict) and "dataset_scheme" in record and "dataset" in filters
+                and record.get("dataset") != filters["dataset"]):
+            continue                 # another dataset of your own (its scheme may clash with one in use)
+        run = load_run(cfg.parent)
+        if all(run.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in filters.items()):
+            runs.append(run)
+    return runs
+
+
+def _filter_kind(name: str) -> tuple[tuple[type, ...], str] | None:
+    """(the types, their name) a run records config field ``name`` as; None for the record's extras."""
+
+    spec = TrainConfig.__dataclass_fields__.get(name)
+    if spec is None:
+        return None
+    default = spec.default_factory() if spec.default is MISSING else spec.default
+    return {bool: ((bool,), "true or false"), str: ((str,), "a string"), dict: ((dict,), "a mapping"),
+            int: ((int,), "an integer"), float: ((int, float), "a number"),
+            type(None): ((int, type(None)), "an integer or None")}[type(default)]
+
+
+def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
+    """Every run folder under ``runs_dir`` (a ``config.json`` outside a run's ``checkpoints/``),
+    sorted, with whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and
+    what ``absa summary`` lists as unfinished. (A run folder you named ``best`` is still a run.)"""
+    return [(cfg.parent, marked_complete(cfg.parent / "metrics.json"))
+            for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.parent.name != "checkpoints"]
+
+
+def run_seconds(metrics: dict) -> float:
+    """A run's training and evaluation seconds over its epochs (``seconds`` + ``eval_seconds``). Not
+    counted: the start-up before the first epoch and the checkpoints written after each; a run that a
+    grid launched records them too (``startup_seconds`` in its first epoch, ``process_seconds`` for
+    its whole process)."""
+    return sum(e.get("seconds", 0) + e.get("eval_seconds", 0) for e in metrics.get("epochs", []))
+
+
+def marked_complete(metrics: Path) -> bool:
+    """Whether ``metrics`` marks its run complete (False while it is missing or being trained)."""
+    if not metrics.is_file():
+        return False
+    record = read_json(metrics)
+    return isinstance(record, dict) and bool(record.get("complete"))
+
