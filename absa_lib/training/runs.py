@@ -11,7 +11,7 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
                            native bf16), OS, git commit and dirty flag, the first epoch this process
                            trained (from_epoch); after a resume, the earlier processes' under earlier
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.evaluation.predictions format)
-    curve.png              the training curve (absa_lib.reports.plots.training_curves)
+    curve.png              the training curve, drawn by the callers (absa_lib.reports.plots.save_run_curve)
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
                                  verified before use; not for git
 
