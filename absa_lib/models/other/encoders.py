@@ -2,8 +2,9 @@
 
 They plug into the same pipeline as the QACG models: one (sentence, [auxiliary sentence], context
 id) example in, C logits out, through :class:`~absa_lib.models.AbsaOutput`, which also carries their
-regularisers (``aux_losses``) and attention maps (``attentions``). Saving, loading and the joint
-objective are :class:`~absa_lib.models.AbsaModel`'s.
+regularisers (``aux_losses``) and attention maps (``attentions``). Saving and loading are the
+pretrained base's (:class:`~absa_lib.models.AbsaPreTrainedModel`), the joint objective
+:mod:`absa_lib.models.joint`'s.
 
 Both input modes of the QACG tables are read from the batch itself:
 
@@ -22,7 +23,6 @@ from torch import nn
 from transformers import BertModel
 
 from absa_lib.models import backbones, joint
-from absa_lib.models.absa_model import AbsaModel
 from absa_lib.models.model_config import AbsaConfig
 from absa_lib.models.pretrained import AbsaPreTrainedModel
 
@@ -50,8 +50,9 @@ def split_context(config: AbsaConfig, context_ids: torch.Tensor) -> tuple[torch.
     return context_ids // config.num_aspects, context_ids % config.num_aspects
 
 
-class OtherModel(AbsaModel):
-    """Base of the other attention systems: AbsaModel's saving, loading and objective, not its BERT head.
+class OtherModel(AbsaPreTrainedModel):
+    """Base of the other attention systems: the pretrained base's saving and loading, the joint
+    objective's task weights; each system brings its own encoder, head and ``from_backbone``.
 
     Subclasses build their layers after ``super().__init__``, initialise them (MAN-BERT and OA-BERT
     with :meth:`init_new_layers`, the LSTMs with U(−0.01, 0.01)), and end with ``self.post_init()``.
@@ -62,7 +63,7 @@ class OtherModel(AbsaModel):
     GROUPS: dict[str, str] = {}
 
     def __init__(self, config: AbsaConfig) -> None:
-        AbsaPreTrainedModel.__init__(self, config)      # not AbsaModel's: no BERT head here
+        super().__init__(config)
         self.name = config.absa_model
         self.uses_context = False          # no CG/QACG components (analysis.extract_components)
         self.head_lr = config.head_lr
