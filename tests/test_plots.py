@@ -220,3 +220,36 @@ def test_figure_data_does_not_import_matplotlib():
 
     code = "import sys, absa_lib.reports.figure_data; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=120).returncode == 0
+
+
+@pytest.mark.usefixtures("real_data_dir")
+def test_the_summary_figure_shows_each_seed_the_table_cell_the_paper_and_the_floor():
+    """figures/summary.png's numbers from the committed SemEval runs: per row and budget, every seed's
+    dev-selected test score, the mean the table prints (F1 of the mean P and R), the paper's value,
+    and the best trivial row."""
+    from pathlib import Path
+
+    from absa_lib.reports import figure_data, tables
+    from absa_lib.training.runs import find_runs
+
+    root = Path(__file__).resolve().parent.parent
+    runs = find_runs(root / "results" / "reference" / "runs", dataset="semeval")
+    trivial = tables.trivial_baselines_of("semeval", runs)
+    data = figure_data.summary_data("semeval", runs, trivial)
+    table = tables.build_table("semeval", runs, protocols=("dev_best",), trivial=trivial)
+    row = table[(table["source"] == "ours") & (table["model"] == "QACG-BERT")
+                & (table["budget"] == "minilm, 25 epochs")].iloc[0]
+    mine = data[(data["model"] == "QACG-BERT") & (data["budget"] == "minilm, 25 epochs")
+                & (data["metric"] == "aspect_f1")]
+    assert mine.loc[mine["kind"] == "mean", "value"].item() == row["aspect_f1"]      # 86.43 in the table
+    assert mine.loc[mine["kind"] == "paper", "value"].item() == 92.64
+    seeds = mine[mine["kind"] == "seed"]
+    assert sorted(seeds["seed"]) == [42, 43, 44]
+    by_seed = {r.config["seed"]: 100 * r.selected("dev_best")["test"]["aspect_f1"]
+               for r in runs if r.run_id in row["run_ids"].split()}
+    assert dict(zip(seeds["seed"], seeds["value"], strict=True)) == by_seed
+    floor = data[(data["kind"] == "floor") & (data["metric"] == "aspect_f1")]
+    assert floor["label"].item() == "Majority polarity: positive" and round(floor["value"].item(), 2) == 40.80
+    fig = plots.summary_figure(data)
+    assert [ax.get_title() for ax in fig.axes] == ["SemEval-2014: aspect F1", "SemEval-2014: sentiment accuracy, 4-class"]
+    plt.close(fig)

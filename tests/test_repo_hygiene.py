@@ -1,4 +1,4 @@
-"""Repository hygiene: stripped notebooks that open with a Colab cell, their parameters cell and one
+"""Repository hygiene: stripped notebooks without placeholder links, their parameters cell and one
 setup call; profiles that cover the notebooks' parameters; dependency lists in sync (pyproject,
 environment.yml, binder/); run_all.sh."""
 
@@ -41,9 +41,10 @@ def test_notebook_is_stripped_and_has_one_parameters_cell(path):
     assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
     assert not any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
     assert nb.metadata.kernelspec.name == "python3" and "papermill" not in nb.metadata
-    # a Colab badge to itself and an install cell that only acts on Colab
-    assert f"notebooks/{path.name})" in nb.cells[0].source and "colab-badge.svg" in nb.cells[0].source
-    assert '"google.colab" in sys.modules' in nb.cells[1].source
+    # no link to a placeholder address: a badge or an install cell that could only 404 (the repository's
+    # public address is not known here; docs/running.md says how to open the notebooks on Colab)
+    text = "\n".join(c.source for c in nb.cells)
+    assert "OWNER/REPO" not in text and "colab-badge" not in text
     # after the parameters cell, one call sets the session up, and no other cell does
     code = [c for c in nb.cells if c.cell_type == "code"]
     at = code.index(tagged[0])

@@ -35,6 +35,7 @@ from absa_lib.evaluation.analysis import (
     predicted_ids,
     token_attention,
 )
+from absa_lib.reports import tables
 from absa_lib.reports.tables import budget_key, budget_labels
 
 # Figure 4: the x-range of each component's bins (the quasi term λ_A ⊙ A_quasi is kept too)
@@ -284,3 +285,35 @@ def curves_from_runs(runs: list, labels: list[str] | None = None) -> list[dict]:
                            label + (f" ({names[budget_key(run.config)]})" if several else ""),
                            seed=run.config.get("seed"))
             for run, label in zip(runs, labels, strict=True)]
+
+
+# The summary figure's metrics: the selection metric of each table and one polarity metric
+SUMMARY_METRICS = {"sentihood": ("aspect_strict_acc", "sentiment_acc"),
+                   "semeval": ("aspect_f1", "sentiment_acc_4class")}
+
+
+def summary_data(dataset: str, runs: list, trivial: dict[str, dict]) -> pd.DataFrame:
+    """The numbers of the summary figure for one table: for each row of the paper's table that our
+    runs reproduce, and each budget, every seed's test score at its dev-selected epoch (``kind``
+    ``seed``), their mean as the table prints it (``mean``; SemEval F1 from the mean P and R) and
+    the paper's value (``paper``); and per metric the best trivial row (``floor``). Columns:
+    ``dataset, model, budget, kind, metric, value`` (%), ``seed`` and ``label`` (the floor's name)."""
+    table = tables.build_table(dataset, runs, protocols=("dev_best",), trivial=trivial)
+    by_id = {r.run_id: r for r in runs}
+    records = []
+    for _, row in table[table["source"] == tables.OURS].iterrows():
+        chosen = [by_id[i] for i in row["run_ids"].split()]
+        for metric in SUMMARY_METRICS[dataset]:
+            base = {"dataset": dataset, "model": row["model"], "budget": row["budget"], "metric": metric}
+            records.append({**base, "kind": "mean", "value": row[metric]})
+            records.append({**base, "kind": "paper", "value": row[f"{metric}_paper"]})
+            records += [{**base, "kind": "seed", "seed": r.config["seed"],
+                         "value": 100.0 * r.selected("dev_best")["test"][metric]} for r in chosen]
+    floors = table[table["source"] == tables.TRIVIAL]
+    for metric in SUMMARY_METRICS[dataset]:
+        best = floors.loc[floors[metric].idxmax()] if len(floors) else None
+        if best is not None:
+            records.append({"dataset": dataset, "metric": metric, "kind": "floor", "value": best[metric],
+                            "label": best["model"].removesuffix(" (trivial)")})
+    return pd.DataFrame.from_records(records, columns=["dataset", "model", "budget", "kind", "metric", "value",
+                                                       "seed", "label"])

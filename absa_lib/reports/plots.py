@@ -295,6 +295,66 @@ def ablation_bars(df: pd.DataFrame, metric: str, title: str = "", floor: tuple[s
     return fig
 
 
+SUMMARY_TITLES = {"aspect_strict_acc": "aspect strict accuracy", "sentiment_acc": "sentiment accuracy",
+                  "aspect_f1": "aspect F1", "sentiment_acc_4class": "sentiment accuracy, 4-class"}
+
+
+def summary_figure(data: pd.DataFrame) -> Figure:
+    """Where the companion stands against the paper, one panel per table and metric
+    (:func:`absa_lib.reports.figure_data.summary_data`): per model row and budget a bar at the mean
+    over seeds with each seed as a dot, the paper's value as a black tick, the best trivial row as a
+    dashed line. Rows in the paper's order; budgets in the order found, each its own colour."""
+    panels = list(dict.fromkeys(zip(data["dataset"], data["metric"], strict=True)))
+    datasets = list(dict.fromkeys(data["dataset"]))
+    budgets = [b for b in dict.fromkeys(data["budget"]) if isinstance(b, str)]
+    colours = dict(zip(budgets, ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"), strict=False))
+    ncols = max(sum(d == ds for d, _ in panels) for ds in datasets)
+    models = {ds: [m for m in dict.fromkeys(data.loc[data["dataset"] == ds, "model"]) if isinstance(m, str)]
+              for ds in datasets}
+    height = sum(0.42 * len(models[ds]) + 1.0 for ds in datasets)
+    fig, axes = _new((5.2 * ncols, height), nrows=len(datasets), ncols=ncols,
+                     gridspec_kw={"height_ratios": [len(models[ds]) + 1.5 for ds in datasets]})
+    step = 0.8 / max(len(budgets), 1)
+    for r, ds in enumerate(datasets):
+        for c, metric in enumerate(m for d, m in panels if d == ds):
+            ax, part = axes[r][c], data[(data["dataset"] == ds) & (data["metric"] == metric)]
+            names = models[ds]
+            for i, model in enumerate(names):
+                y0 = len(names) - 1 - i
+                for j, budget in enumerate(budgets):
+                    rows = part[(part["model"] == model) & (part["budget"] == budget)]
+                    if rows.empty:
+                        continue
+                    y = y0 + 0.4 - step * (j + 0.5)
+                    mean = rows.loc[rows["kind"] == "mean", "value"].iloc[0]
+                    ax.barh(y, mean, height=step * 0.9, color=colours[budget], alpha=0.35)
+                    seeds = rows.loc[rows["kind"] == "seed", "value"]
+                    ax.scatter(seeds, [y] * len(seeds), s=14, color=colours[budget], zorder=3, linewidths=0)
+                paper = part.loc[(part["model"] == model) & (part["kind"] == "paper"), "value"]
+                if len(paper) and not math.isnan(paper.iloc[0]):
+                    ax.vlines(paper.iloc[0], y0 - 0.42, y0 + 0.42, color="black", linewidth=2, zorder=4)
+            floor = part[part["kind"] == "floor"]
+            values = part["value"].dropna().tolist()
+            if len(floor):
+                ax.axvline(floor["value"].iloc[0], color="0.3", linestyle="--", linewidth=1)
+                ax.text(floor["value"].iloc[0], len(names) - 0.45, f" {floor['label'].iloc[0]}", fontsize=7,
+                        color="0.3", va="bottom")
+            if values:
+                ax.set_xlim(max(0.0, min(values) - 4), min(100.0, max(values) + 4))
+            ax.set_ylim(-0.6, len(names) - 0.1)
+            ax.set_yticks(range(len(names))[::-1], names, fontsize=8)
+            title = SUMMARY_TITLES.get(metric, METRIC_TITLES.get(metric, metric))
+            ax.set_xlabel(f"{title} (%), test set, dev-selected epoch", fontsize=8)
+            ax.set_title(f"{DATASET_NAMES.get(ds, ds)}: {title}", fontsize=9)
+            ax.tick_params(axis="x", labelsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[b], alpha=0.35) for b in budgets]
+    handles += [plt.Line2D([], [], marker="o", linestyle="", color="0.3", markersize=4),
+                plt.Line2D([], [], color="black", linewidth=2), plt.Line2D([], [], color="0.3", linestyle="--")]
+    fig.legend(handles, [f"ours: {b} (mean over seeds)" for b in budgets] + ["one seed", "the paper", "trivial floor"],
+               loc="outside lower center", ncols=min(len(handles), 3), fontsize=8, frameon=False)
+    return fig
+
+
 def save_run_curve(run) -> Path:
     """A finished run's ``curve.png``: its selection metric on dev and test, and its train loss, per
     epoch (drawn once; ``absa train``, the grid and the notebooks call this after training)."""
