@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from absa_lib.data import datasets as D
 from absa_lib.data.features import encode_examples
 from absa_lib.errors import AbsaError
@@ -186,6 +188,9 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     model = model or run.load_model("best")
     probs = class_probabilities(config.dataset, config.aux,            # (N examples, C labels)
                                 predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
+    if not np.isfinite(probs).all():       # damaged weights (NaN/inf): never labels and null probabilities
+        raise AbsaError(f"{run.path}: the model gives non-finite probabilities (NaN or inf): its weights are "
+                        "damaged; retrain with `absa train ... --force`")
     labels = D.LABELS[config.dataset]
     out = [{"text": text.strip(), "truncated": cut, "predictions": []}
            for text, cut in zip(texts, truncated, strict=True)]
@@ -265,10 +270,21 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
             "truncated": result["truncated"], "predictions": result["predictions"]}
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")    # a spreadsheet runs a cell starting so as a formula
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` for a CSV cell a spreadsheet will not execute: a cell starting with ``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's CSV-injection advice), so
+    ``=HYPERLINK(...)`` in a review stays text."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     """:func:`predict_texts`' results as CSV: one row per text × (target ×) aspect, columns
     ``line,[target,][location,]aspect,label,p_<label>...,truncated,text`` (``line``: where the text
-    came from; ``location``: the place name a target masks, with ``locations``)."""
+    came from; ``location``: the place name a target masks, with ``locations``). Text cells that a
+    spreadsheet would run as a formula start with ``'`` (:func:`spreadsheet_safe`)."""
     labels = D.LABELS[dataset]
     keys = [k for k in ("target", "location") if any(k in row for r in results for row in r["predictions"])]
     buf = io.StringIO()
@@ -276,7 +292,7 @@ def predictions_csv(dataset: str, results: list[dict], lines: list[int]) -> str:
     writer.writerow(["line", *keys, "aspect", "label", *label_columns(dataset), "truncated", "text"])
     for line, result in zip(lines, results, strict=True):
         for row in result["predictions"]:
-            writer.writerow([line, *(row[k] for k in keys), row["aspect"], row["label"],
+            writer.writerow([line, *(spreadsheet_safe(str(row[k])) for k in keys), row["aspect"], row["label"],
                              *(repr(row["probabilities"][lab]) for lab in labels), int(result["truncated"]),
-                             result["text"]])
+                             spreadsheet_safe(result["text"])])
     return buf.getvalue()

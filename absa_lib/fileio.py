@@ -115,6 +115,9 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as err:
         raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); delete the run folder or rerun "
                         "with --force") from None
+    except RecursionError:          # '[' * 5000: nested deeper than any file written here
+        raise AbsaError(f"{path}: JSON nested too deep to be a file written here; delete the run folder or "
+                        "rerun with --force") from None
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror}); check its permissions") from None
 

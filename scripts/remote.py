@@ -455,7 +455,7 @@ def started_params(work: Path) -> dict:
 def _read_or_none(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None          # being written by the trainer this instant (atomic, so rare) or damaged
 
 
@@ -672,7 +672,7 @@ def _bundle_arrays(bundle: Path, files: dict, reference: Path, new_runs: set[str
     for name in sorted(n for n in files if n.startswith("analysis/")):
         try:
             record = json.loads(files[name])
-        except ValueError:
+        except (ValueError, RecursionError):
             raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
         named = source_runs(record, bundle / name)
         unknown = [r for r in named if r not in known] if named else ["(none named)"]

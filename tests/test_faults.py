@@ -240,7 +240,7 @@ def test_a_run_written_by_this_code_passes_the_identity_check(capsys, run):
 @pytest.mark.parametrize("name", ["model.safetensors", "config.json"])
 def test_flipped_bytes_in_a_checkpoint_are_refused(capsys, run, name):
     ckpt = run / "checkpoints" / "best"
-    assert json.loads((ckpt / CHECKSUMS).read_text()).keys() == {"config.json", "model.safetensors"}
+    assert json.loads((ckpt / CHECKSUMS).read_text()).keys() == {"config.json", "model.safetensors", "checkpoint.json"}
     flip_byte(ckpt / name, -100 if name == "model.safetensors" else -3)
     refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / name), "corrupt", "--force")
 
@@ -266,13 +266,13 @@ def test_corrupt_resume_state_is_refused_and_force_recovers(capsys, runs, run, n
     assert json.loads(capsys.readouterr().out)["cached"] is False
 
 
-def test_corrupt_resume_state_without_checksums_is_refused(capsys, runs, run):
-    """A checkpoint written before checksums were recorded: the damage is still one line."""
+def test_a_resume_state_without_checksums_is_refused_not_read_unchecked(capsys, runs, run):
+    """Deleting checksums.json would turn the check off: the resume state is refused instead."""
     incomplete(run)
     (run / "checkpoints" / "last" / CHECKSUMS).unlink()
     state = run / "checkpoints" / "last" / "trainer_state.safetensors"
     state.write_bytes(state.read_bytes()[:200])
-    refused(capsys, ["train", *TINY, "--out", str(runs)], str(run / "checkpoints" / "last"), "cannot resume",
+    refused(capsys, ["train", *TINY, "--out", str(runs)], str(run / "checkpoints" / "last"), "no checksums.json",
             "--force")
     nothing_claims_complete(runs)
 
@@ -281,6 +281,10 @@ def test_corrupt_resume_state_without_checksums_is_refused(capsys, runs, run):
                                            ("truncate", "not a readable safetensors file"),
                                            ("config", "not a valid model config")])
 def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage, needle):
+    """A run's checkpoint without checksums.json is refused before its files are read; a model folder
+    of your own (no checksums: from_pretrained) that is damaged is one line naming what is wrong."""
+    from absa_lib.models import AbsaPreTrainedModel
+
     ckpt = run / "checkpoints" / "best"
     (ckpt / CHECKSUMS).unlink()
     weights = ckpt / "model.safetensors"
@@ -290,7 +294,10 @@ def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage,
         weights.write_bytes(weights.read_bytes()[:1000])
     else:
         (ckpt / "config.json").write_text("{not json")
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt), needle, "--force")
+    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt), "no checksums.json", "--force")
+    with pytest.raises(AbsaError, match=needle) as err:
+        AbsaPreTrainedModel.from_pretrained(ckpt)
+    assert "\n" not in str(err.value) and str(ckpt) in str(err.value)
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"num_models": 0}', '{"models": 8}'])

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from absa_lib.data import datasets as D
 from absa_lib.data.download import file_sha256
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, csv_rows, decode_utf8
 
 SCHEME_FILE = "dataset.json"
@@ -158,7 +158,9 @@ def register_dataset(folder) -> str:
         raise AbsaError(f"{scheme_path}: missing; a dataset folder declares its name, aspects and sentiments "
                         "there (see docs/own_data.md)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise AbsaError(f"{scheme_path}: not a readable JSON file ({err})") from None
+        raise AbsaError(f"{scheme_path}: not a readable JSON file ({one_line(err)})") from None
+    except RecursionError:
+        raise AbsaError(f"{scheme_path}: JSON nested too deep to be a dataset declaration (see docs/own_data.md)") from None
     scheme = scheme_from_dict(obj, str(scheme_path))
     register_scheme(scheme)                              # its context ids; a clash of names is refused here
     sha, examples = {SCHEME_FILE: file_sha256(scheme_path)}, {}

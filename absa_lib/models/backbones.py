@@ -147,7 +147,7 @@ def backbone_config(backbone: str) -> BertConfig:
     fix = "expected the config.json of a BERT model (as transformers' save_pretrained writes it)"
     try:
         raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise AbsaError(f"{path / 'config.json'}: cannot be read as JSON ({one_line(err)}); {fix}") from None
     model_type = raw.get("model_type") if isinstance(raw, dict) else None
     if model_type != "bert":

@@ -99,7 +99,7 @@ def read_saved_config(directory: str | Path) -> AbsaConfig:
     if marker.is_file() and "per_context_models" not in raw:
         try:
             k = json.loads(marker.read_text())["num_models"]
-        except (OSError, ValueError, TypeError, KeyError) as err:
+        except (OSError, ValueError, TypeError, KeyError, RecursionError) as err:
             raise AbsaError(f"{marker}: cannot be read ({one_line(err)}); {DAMAGED}") from None
         if not is_int(k) or k < 1:
             raise AbsaError(f"{marker}: expected {{\"num_models\": K}} with K >= 1, got {k!r}; {DAMAGED}")

@@ -2,10 +2,11 @@
 optimizer moments, the step counter, the RNG state and the metrics so far.
 
 A checkpoint folder is written under a temporary name and renamed into place, so a killed process
-leaves the previous checkpoint intact. Its last file, ``checksums.json``, holds the SHA-256 of every
-other file; :func:`verify_checksums` checks them before a checkpoint is used, so flipped or
-truncated bytes are an error rather than different predictions. (A checkpoint written before
-checksums were recorded has no ``checksums.json`` and is read unchecked.)
+leaves the previous checkpoint intact. ``checkpoint.json`` names the run and the epoch it holds; its
+last file, ``checksums.json``, holds the SHA-256 of every other file. :func:`verify_checkpoint`
+checks both before a checkpoint is used, so flipped or truncated bytes, another run's checkpoint
+copied in, ``last`` copied over ``best`` or a link to another folder are errors rather than different
+predictions. A checkpoint written before checkpoints named their run (absa_lib 0.1) is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_json, new_file_mode, read_json
 
 CHECKSUMS = "checksums.json"
+IDENTITY = "checkpoint.json"        # {"run_id", "epoch"}: the run and the epoch this checkpoint holds
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
@@ -33,8 +35,9 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def save_checkpoint(directory: Path, model, optimizer=None, state: dict | None = None) -> None:
-    """Save ``model`` (and, when given, the optimizer and trainer ``state``) to ``directory``."""
+def save_checkpoint(directory: Path, model, run_id: str, epoch: int, optimizer=None, state: dict | None = None) -> None:
+    """Save ``model`` after ``epoch`` of run ``run_id`` (and, when given, the optimizer and trainer
+    ``state``) to ``directory``."""
     directory = Path(directory)
     tmp = directory.with_name(directory.name + ".tmp")
     try:
@@ -51,6 +54,7 @@ def save_checkpoint(directory: Path, model, optimizer=None, state: dict | None =
                 tensors["rng.cuda"] = torch.cuda.get_rng_state()
             save_file(tensors, tmp / "trainer_state.safetensors")
             atomic_write_json(tmp / "trainer_state.json", {**meta, **(state or {})})
+        atomic_write_json(tmp / IDENTITY, {"run_id": run_id, "epoch": epoch})
         for p in tmp.iterdir():                # safetensors writes 0o600; the records are the umask's
             p.chmod(new_file_mode())
         atomic_write_json(tmp / CHECKSUMS, {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
@@ -62,33 +66,54 @@ def save_checkpoint(directory: Path, model, optimizer=None, state: dict | None =
                         "complete epoch)") from None
 
 
-def verify_checksums(directory: Path, fix: str) -> None:
-    """Check every file listed in ``directory/checksums.json`` against its recorded SHA-256.
+def verify_checkpoint(directory: Path, run_id: str, epoch: int | None, fix: str) -> int:
+    """Check that ``directory`` is a checkpoint of run ``run_id`` after ``epoch`` (None: any epoch)
+    whose files are the bytes it was written with; return the epoch it holds.
 
     Raises:
-        AbsaError: a listed file is missing or its bytes changed; the message names the file and
-            ends with ``fix``.
+        AbsaError: a link instead of a folder or a file, a file named in ``checksums.json`` that is
+            not one of the folder's own, a listed file missing or changed, an unlisted file, or a
+            checkpoint of another run or epoch; the message names the file and ends with ``fix``.
     """
     directory = Path(directory)
+    if directory.is_symlink():
+        raise AbsaError(f"{directory}: a link to {directory.resolve()}, not this run's checkpoint folder; {fix}")
     if not (directory / CHECKSUMS).is_file():
-        return                                  # written before checksums were recorded
+        raise AbsaError(f"{directory}: no {CHECKSUMS} (every checkpoint records one; it was deleted, or the "
+                        f"checkpoint was written before absa_lib 0.2); {fix}")
     recorded = read_json(directory / CHECKSUMS)
-    if not isinstance(recorded, dict):
+    if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
         raise AbsaError(f"{directory / CHECKSUMS}: expected {{file name: sha256}}; {fix}")
-    unlisted = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name != CHECKSUMS
-                      and p.name not in recorded and not p.name.startswith("."))
+    for name in recorded:
+        if name in ("", ".", "..") or "/" in name or "\\" in name or name.startswith(".") or name == CHECKSUMS:
+            raise AbsaError(f"{directory / CHECKSUMS}: {name!r} is not a file of this folder; the list was "
+                            f"edited or damaged; {fix}")
+        if (directory / name).is_symlink():
+            raise AbsaError(f"{directory / name}: a link, not a file written with this checkpoint; {fix}")
+    unlisted = sorted(p.name for p in directory.iterdir() if p.name != CHECKSUMS and p.name not in recorded
+                      and not p.name.startswith("."))
     if unlisted:                # a file left out of the list would be read unchecked
         raise AbsaError(f"{directory / CHECKSUMS}: does not list {', '.join(unlisted)}, which every checkpoint "
                         f"written here records; the list was edited or damaged; {fix}")
+    if IDENTITY not in recorded:
+        raise AbsaError(f"{directory}: no {IDENTITY} naming its run and epoch (written before absa_lib 0.2, or "
+                        f"damaged); {fix}")
     for name, digest in sorted(recorded.items()):
-        path = directory / str(name)
+        path = directory / name
         try:
             actual = file_sha256(path)
         except OSError as err:
             raise AbsaError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
         if actual != digest:
-            raise AbsaError(f"{path}: sha256 {actual[:16]}... differs from the {str(digest)[:16]}... recorded when "
+            raise AbsaError(f"{path}: sha256 {actual[:16]}... differs from the {digest[:16]}... recorded when "
                             f"it was written (the file is corrupt); {fix}")
+    identity = read_json(directory / IDENTITY)
+    held = (identity.get("run_id"), identity.get("epoch")) if isinstance(identity, dict) else (None, None)
+    if held[0] != run_id or (epoch is not None and held[1] != epoch):
+        want = f"run {run_id}" + (f" after epoch {epoch}" if epoch is not None else "")
+        raise AbsaError(f"{directory}: holds run {held[0]} after epoch {held[1]}, expected {want} (copied from "
+                        f"another run or another checkpoint); {fix}")
+    return held[1]
 
 
 def load_trainer_state(directory: Path, optimizer) -> dict | None:

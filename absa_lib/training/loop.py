@@ -37,7 +37,7 @@ from absa_lib.evaluation.predictions import write_predictions
 from absa_lib.fileio import atomic_write_json
 from absa_lib.models import build_for_training, joint, load_tokenizer, preset_fields
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
-from absa_lib.training.checkpoint import load_trainer_state, save_checkpoint, verify_checksums
+from absa_lib.training.checkpoint import load_trainer_state, save_checkpoint, verify_checkpoint
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
 from absa_lib.training.optim import build_optimizer, lr_factor
 from absa_lib.training.runs import (
@@ -146,17 +146,20 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
 
 
 def _resume(last: Path, model, optimizer) -> dict | None:
-    """Restore the model, optimizer and RNG state saved after the last completed epoch; return the
-    trainer state, or None when there is nothing to resume."""
-
+    """Restore the model, optimizer and RNG state saved after the last completed epoch of the run in
+    ``last``'s run folder; return the trainer state, or None when there is nothing to resume."""
     fix = "the resume state is corrupt: rerun with --force to train this run from the start"
-    verify_checksums(last, fix)
+    if not last.exists() and not last.is_symlink():
+        return None
+    epoch = verify_checkpoint(last, last.parents[1].name, None, fix)    # this run's, not a copy of another's
     try:
         state = load_trainer_state(last, optimizer)
         if state is not None:
             model.load_checked(load_file(last / "model.safetensors"), str(last / "model.safetensors"))
     except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
         raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {fix}") from None
+    if state is None or state["epoch"] != epoch:
+        raise AbsaError(f"{last}: its trainer state is not the one of epoch {epoch} it names; {fix}")
     return state
 
 
@@ -211,12 +214,12 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
     state["epochs"].append(row)
     if not state["best"] or row["dev"][s.sel_metric] > state["best"]["dev"][s.sel_metric]:
         state["best"] = row
-        save_checkpoint(s.path / "checkpoints" / "best", s.model)
+        save_checkpoint(s.path / "checkpoints" / "best", s.model, s.path.name, epoch)
         for split, (examples, _) in s.splits.items():
             write_predictions(s.path / f"predictions_{split}.csv", examples, probs[split])
     state["epoch"] = epoch
     if s.launch.keep_resume_state:
-        save_checkpoint(s.path / "checkpoints" / "last", s.model, s.optimizer, state)
+        save_checkpoint(s.path / "checkpoints" / "last", s.model, s.path.name, epoch, s.optimizer, state)
     atomic_write_json(s.path / "metrics.json", metrics_record(state["epochs"], s.sel_metric, complete=False))
     if progress:
         print(f"[absa] epoch {epoch}/{config.epochs} loss {row['train_loss']:.4f} "

@@ -45,7 +45,7 @@ from absa_lib.fileio import exclusive_lock, lock_holder, read_json
 from absa_lib.models.model_config import read_saved_config
 from absa_lib.models.pretrained import AbsaPreTrainedModel
 from absa_lib.paths import ensure_writable
-from absa_lib.training.checkpoint import verify_checksums
+from absa_lib.training.checkpoint import verify_checkpoint
 from absa_lib.training.config import (
     NEUTRAL_DEFAULTS,
     RECORD_EXTRAS,
@@ -167,15 +167,18 @@ class Run:
                             f"{sorted(self.metrics.get('selection', {}))}") from None
 
     def load_model(self, which: str = "best"):
-        """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking the
-        checkpoint's checksums and that its own config is this run's model (labels, contexts, backbone)."""
-
+        """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking that
+        the checkpoint is this run's at that epoch, its checksums, and that its own config is this
+        run's model (labels, contexts, backbone)."""
+        if which not in ("best", "last"):
+            raise AbsaError(f"load_model({which!r}): expected 'best' (the dev-selected epoch) or 'last'")
         ckpt = self.path / "checkpoints" / which
-        if not (ckpt / "config.json").is_file():
+        if not ckpt.is_symlink() and not (ckpt / "config.json").is_file():
             raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
                             "records); retrain with `absa train ... --force`")
         fix = "retrain with `absa train ... --force`"
-        verify_checksums(ckpt, fix)
+        epoch = self.selected("dev_best" if which == "best" else "last")["epoch"]
+        verify_checkpoint(ckpt, self.run_id, epoch, fix)
         saved = read_saved_config(ckpt)
         for key, expected in self.checkpoint_fields().items():
             got = getattr(saved, key, None)
@@ -266,19 +269,26 @@ def claimed_run_folder(path: Path, force: bool) -> Iterator[None]:
     """Create the run folder, check that files can be written in it, and hold it for the ``with``
     block: a second process (another grid, a notebook) training the same run is refused with one line
     instead of interleaving its epochs with this one's. With ``force`` the folder is emptied first
-    (all but the lock)."""
+    (all but the lock). A folder this call made is removed again when the block fails before writing
+    anything into it (missing or edited data, say): no folder holding only the lock stays behind."""
 
     fix = "choose a writable folder with --out (or $ABSA_RUNS_DIR)"
+    new = not path.exists()
     ensure_writable(path, fix)
-    with exclusive_lock(path / RUN_LOCK, "another process is training this run; wait for it to finish "
-                                         "or stop it, then run the same command again"):
-        if force:
-            try:
-                for child in [c for c in path.iterdir() if c.name != RUN_LOCK]:
-                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-            except OSError as err:
-                raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
-        yield
+    try:
+        with exclusive_lock(path / RUN_LOCK, "another process is training this run; wait for it to finish "
+                                             "or stop it, then run the same command again"):
+            if force:
+                try:
+                    for child in [c for c in path.iterdir() if c.name != RUN_LOCK]:
+                        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+                except OSError as err:
+                    raise AbsaError(f"--force cannot delete {err.filename} ({err.strerror}); {fix}") from None
+            yield
+    except BaseException:
+        if new and path.is_dir() and {c.name for c in path.iterdir()} <= {RUN_LOCK}:
+            shutil.rmtree(path, ignore_errors=True)     # refused before anything of the run was written
+        raise
 
 
 BUSY_POLL = 5.0         # seconds between two looks at the lock of a run that another process trains
@@ -310,16 +320,21 @@ def select_epochs(epochs: list[dict], sel_metric: str) -> dict:
             for split in ("dev", "test")} | {"last": pick(epochs[-1])}
 
 
-def _check_metrics(path: Path, metrics: dict) -> None:
+def _check_metrics(path: Path, metrics: dict, n_epochs: int) -> None:
     """A finished run's metrics.json as training writes it, since every table reads it: ``complete``
-    true, every dev and test metric of every epoch a fraction in [0, 1] (NaN: undefined, e.g. an AUC
-    without both classes), and the recorded selections those epochs give."""
+    true, the epochs 1 to ``n_epochs`` (the run's config) in order, every dev and test metric of every
+    epoch a fraction in [0, 1] (NaN: undefined, e.g. an AUC without both classes), and the recorded
+    selections those epochs give."""
     where, fix = path / "metrics.json", "the file was edited or damaged: restore it, or retrain with --force"
     if metrics.get("complete") is not True:
         raise AbsaError(f"{where}: complete is {metrics.get('complete')!r}, expected true; {fix}")
     epochs, sel_metric = metrics.get("epochs"), metrics.get("selection_metric")
     if not isinstance(epochs, list) or not epochs:
         raise AbsaError(f"{where}: no epochs recorded (epochs is {epochs!r}); {fix}")
+    numbers = [e.get("epoch") if isinstance(e, dict) else None for e in epochs]
+    if numbers != list(range(1, n_epochs + 1)):
+        raise AbsaError(f"{where}: epochs {numbers[:30]} recorded, expected 1 to {n_epochs} (the run's config.json "
+                        f"trains {n_epochs}); {fix}")
     if not isinstance(sel_metric, str):
         raise AbsaError(f"{where}: selection_metric is {sel_metric!r}, expected the name of a metric; {fix}")
     for i, epoch in enumerate(epochs, 1):
@@ -352,6 +367,10 @@ def load_run(path: str | os.PathLike) -> Run:
 
     config = read_json(path / "config.json")
     config_from_record(config, path / "config.json")          # a valid config whose hash is its run_id
+    if path.resolve().name != config["run_id"]:               # a copy (x.bak) or another run's record
+        raise AbsaError(f"{path}: the folder of run {config['run_id']} (its config.json says so) under another "
+                        f"name; a run's folder is named by its run id: move the copy out of the runs folder, or "
+                        f"name it {config['run_id']}")
     metrics = read_json(path / "metrics.json") if (path / "metrics.json").is_file() else {}
     env = read_json(path / "env.json") if (path / "env.json").is_file() else {}
     for name, record in (("metrics.json", metrics), ("env.json", env)):
@@ -362,7 +381,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not run.complete:
         raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
                         "run the same `absa train` command again to resume it")
-    _check_metrics(path, metrics)
+    _check_metrics(path, metrics, config["epochs"])
     return run
 
 
