@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -43,14 +44,22 @@ from pathlib import Path
 
 import yaml
 
+import absa_lib.training.config as C
+from absa_lib.checks import is_int
 from absa_lib.commands import DATA_DIR_HELP
+from absa_lib.data.download import FILES, verified_path
 from absa_lib.device import default_device, resolve_precision
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
-from absa_lib.harness.grid import RECORD_FILES
-from absa_lib.harness.session import resolve_dir, sources_text
+from absa_lib.harness.grid import RECORD_FILES, export_records
+from absa_lib.harness.profiles import check_grid_keys, profile_path, read_profile_file, with_changes
+from absa_lib.harness.runner import PARTS, profile_cells, select
+from absa_lib.harness.session import resolve_dir, source_runs, sources_text
+from absa_lib.models.backbones import backbone_dir, folder_fingerprint
+from absa_lib.paths import repo_root
 from absa_lib.reports.tables import epochs_text
-from absa_lib.training.runs import device_name, run_seconds
+from absa_lib.training.config import NEUTRAL_DEFAULTS, resolved, run_path
+from absa_lib.training.runs import device_name, find_runs, load_run, marked_complete, run_seconds
 
 ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -73,8 +82,6 @@ def make_carry(dest: Path, data_dir=None, reference: Path | None = None, new_fin
     import torch
     from transformers import BertModel
 
-    from absa_lib.data.download import FILES, verified_path
-    from absa_lib.models.backbones import backbone_dir, folder_fingerprint
 
     dest = Path(dest)
     for f in FILES:
@@ -120,7 +127,6 @@ def backbone_note(params: dict, reference: Path | None) -> str | None:
     """A line for a plan made off the node: the MiniLM found here is not the carried copy that the
     reference's GPU runs were trained on. The fingerprint is part of each run's identity, so such a
     plan lists the committed GPU runs as still to train (and may call two grids overlapping)."""
-    import absa_lib.training.config as C
 
     if reference is None or params.get("backbone") != "minilm":
         return None
@@ -136,6 +142,11 @@ def backbone_note(params: dict, reference: Path | None) -> str | None:
 # ----------------------------------------------------------------------------------------------
 # 2. the node: grids as detached processes
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: ``"²".isdigit()`` is true, ``int("²")`` fails."""
+    return text.isascii() and text.isdigit()
+
+
 @dataclass(frozen=True)
 class GridSpec:
     """One detached ``absa grid``: its parts, its models and seeds (None: all of the profile's) and
@@ -150,12 +161,11 @@ class GridSpec:
     def parse(cls, text: str) -> GridSpec:
         """``PARTS:MODELS:WORKERS[:SEEDS]``, e.g. ``tables+ablations:cg-bert,qacg-bert:12``,
         ``other:all:8`` or ``tables:bert-single:2:42``."""
-        from absa_lib.harness.runner import PARTS
 
         fields = text.split(":")
         seeds = fields[3].split(",") if len(fields) == 4 else []
-        if (len(fields) not in (3, 4) or not fields[2].isdigit() or int(fields[2]) < 1
-                or not all(x.isdigit() for x in seeds) or (len(fields) == 4 and not seeds)):
+        if (len(fields) not in (3, 4) or not _digits(fields[2]) or int(fields[2]) < 1
+                or not all(_digits(x) for x in seeds) or (len(fields) == 4 and not seeds)):
             raise AbsaError(f"--grid {text!r}: expected PARTS:MODELS:WORKERS[:SEEDS], e.g. tables+ablations:cg-bert,qacg-bert:12 "
                             "or tables:bert-single:2:42 (parts joined by +, models by commas or 'all', a positive number "
                             "of concurrent runs, seeds by commas)")
@@ -177,14 +187,12 @@ class GridSpec:
 
 
 def grid_cells(params: dict, spec: GridSpec) -> list:
-    from absa_lib.harness.runner import profile_cells, select
 
     return select(profile_cells(params, spec.parts), list(spec.models or ()), list(spec.seeds or ()), f"--grid {spec.text()}")
 
 
 def work_params(profile: str, changes: list[str], work: Path) -> dict:
     """The profile with ``-p NAME VALUE`` changes, writing into ``work`` (runs, results, figures)."""
-    from absa_lib.harness.profiles import check_grid_keys, profile_path, with_changes
 
     params = with_changes(profile_path(profile), changes)
     check_grid_keys(params, profile_path(profile))
@@ -197,7 +205,6 @@ def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[li
     means complete in the runs folder or in the reference. Two grids that would both train a run
     are an error (two processes writing one run folder would leave garbage); a finished run may be
     in several (each grid skips it)."""
-    from absa_lib.training.config import run_path
 
     if not params.get("allow_training", True):
         raise AbsaError(f"profile {params.get('profile')!r} does not train (allow_training: false)")
@@ -219,7 +226,6 @@ def plan(params: dict, specs: list[GridSpec], reference: Path | None) -> list[li
 def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Path | None = None) -> list[str]:
     """What ``start`` would train, grid by grid (``python scripts/remote.py start --dry-run``), each run with what
     the reference's runs of the same cell under other seeds took, to size a session."""
-    from absa_lib.training.runs import find_runs
 
     finished = find_runs(Path(reference) / "runs") if reference and (Path(reference) / "runs").is_dir() else []
     lines, hinted = [], False
@@ -247,7 +253,6 @@ def other_seeds_text(config, runs: list) -> str:
     (``(process 428 s)``), and how many runs were training beside them, where they recorded it
     (``3–6 at once``: the range over their epochs), since that changes the time (docs/results.md,
     "GPU cost, measured"). Empty when there is none."""
-    from absa_lib.training.config import NEUTRAL_DEFAULTS, resolved
 
     want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}
     like = [r for r in runs if r.config.get("seed") != config.seed
@@ -338,8 +343,6 @@ def start(work: Path, params: dict, specs: list[GridSpec], reference: Path | Non
 def seed_runs(work: Path, reference: Path) -> int:
     """Copy the records of the reference's runs into ``work/runs`` (where absent), so the grid finds
     them finished; their ids go to ``work/runs/seeded.json`` so that bundles leave them out."""
-    from absa_lib.harness.grid import export_records
-    from absa_lib.training.runs import find_runs
 
     runs_dir = Path(work) / "runs"
     runs = [r for r in find_runs(Path(reference) / "runs")
@@ -352,7 +355,16 @@ def seed_runs(work: Path, reference: Path) -> int:
 
 
 def grids(work: Path) -> list[dict]:
-    return [read_json(p) for p in sorted((Path(work) / "grids").glob("[0-9][0-9].json"))]
+    """The grid records ``start`` wrote in ``work``, each checked (a pid that is not a number was a
+    traceback in ``wait``)."""
+    records = []
+    for path in sorted((Path(work) / "grids").glob("[0-9][0-9].json")):
+        record = read_json(path)
+        if not isinstance(record, dict) or not (record.get("pid") is None or is_int(record.get("pid"))):
+            raise AbsaError(f"{path}: not a grid record (a JSON object whose pid is a process number); it was "
+                            "edited or damaged: remove the work folder and start again")
+        records.append(record)
+    return records
 
 
 def is_running(record: dict) -> bool:
@@ -383,7 +395,6 @@ def is_running(record: dict) -> bool:
 
 
 def marked_done(path: Path) -> bool:
-    from absa_lib.training.runs import marked_complete
 
     return marked_complete(Path(path) / "metrics.json")
 
@@ -396,7 +407,6 @@ def cell_status(work: Path) -> list[dict]:
     waiting, or failed (its grid ended without it). A training or failed row carries its run log's
     last lines (``log_tail``: progress, compiler warnings, the error), so that a bundle written at a
     command's limit says where a run stood and why."""
-    from absa_lib.training.config import run_path
 
     params = started_params(work)
     rows = []
@@ -443,7 +453,6 @@ def _tail(log_file: Path, lines: int = 20) -> list[str]:
 
 def started_params(work: Path) -> dict:
     """The parameters ``start`` wrote into ``work``."""
-    from absa_lib.harness.profiles import read_profile_file
 
     path = Path(work) / "params.yaml"
     if not path.is_file():
@@ -493,7 +502,6 @@ def analyse(work: Path, seed: int | None, timeout: float, log=print) -> dict[str
     not all finished stops at once, and is tried again at the next call): the figure arrays go to
     ``work/results/analysis``. A notebook that succeeded is not run again. Returns ``{notebook: "ok"
     | why not}``."""
-    from absa_lib.paths import repo_root
 
     params = started_params(work)
     seed = params["seeds"][0] if seed is None else seed
@@ -544,7 +552,6 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
         trained.add(run.name)
         for name in RECORD_FILES:
             files[f"runs/{run.parent.parent.name}/{run.parent.name}/{run.name}/{name}"] = (run / name).read_bytes()
-    from absa_lib.harness.session import source_runs
 
     analysis = []
     for path in sorted((work / "results" / "analysis").glob("*.json")):
@@ -574,8 +581,13 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
 # ----------------------------------------------------------------------------------------------
 # 4. here: import a bundle into the reference
 
+BUNDLE_LIMIT = 256 * 2**20      # bytes a bundle may unpack to: records are KB, the figure arrays a few MB
+
+
 def read_bundle(bundle: Path) -> dict[str, bytes]:
-    """The bundle's files by name, after checking that each is one a bundle may hold."""
+    """The bundle's files by name, after checking that each is one a bundle may hold and that
+    together they unpack to at most :data:`BUNDLE_LIMIT` bytes (a small archive of a huge file is
+    refused before anything is unpacked)."""
     try:
         tar = tarfile.open(bundle, mode="r:gz")
     except (OSError, tarfile.TarError) as err:
@@ -591,6 +603,10 @@ def read_bundle(bundle: Path) -> dict[str, bytes]:
                                                or name in BUNDLE_OTHER_FILES):
                     raise AbsaError(f"{bundle}: member {name!r} is not a file a bundle holds (runs/DATASET/MODEL/RUN_ID/"
                                     "{config,metrics,env}.json, analysis/NAME.json, status.json); refusing the bundle")
+                total = sum(len(data) for data in files.values()) + member.size
+                if total > BUNDLE_LIMIT:
+                    raise AbsaError(f"{bundle}: unpacks to more than {BUNDLE_LIMIT // 2**20} MiB (at {name}); a "
+                                    "bundle holds run records and figure arrays; refusing it")
                 files[name] = tar.extractfile(member).read()
         except (OSError, tarfile.TarError, EOFError) as err:
             raise AbsaError(f"{bundle}: the archive is damaged ({one_line(err)}); bring it back again") from None
@@ -605,22 +621,25 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
     refuse the whole bundle."""
     files = read_bundle(Path(bundle))
     reference = Path(reference)
-    with tempfile.TemporaryDirectory() as tmp:
+    if not reference.is_dir():
+        raise AbsaError(f"--reference {reference}: no such folder; give the reference's folder (default "
+                        "results/reference): an import never creates one")
+    _remove_stale_staging(reference)
+    with tempfile.TemporaryDirectory(prefix=f"absa-import-{os.getpid()}-") as tmp:
         staged = Path(tmp)
         for name, data in files.items():
             (staged / name).parent.mkdir(parents=True, exist_ok=True)
             (staged / name).write_bytes(data)
-        new, same = _bundle_runs(Path(bundle), staged, files, reference, allow_tiny)
+        try:
+            new, same = _bundle_runs(Path(bundle), staged, files, reference, allow_tiny)
+        except AbsaError as err:                     # name the bundle, not the staging folder it is unpacked in
+            raise AbsaError(str(err).replace(str(staged), f"{bundle}:")) from None
         metas = _bundle_arrays(Path(bundle), files, reference, {r.run_id for r in new})
         arrays = list(metas)
         replaced = {name: (_read_or_none(reference / name) or {}).get("meta") or {} for name in arrays}
         if not dry_run:
-            for run in new:
-                rel = Path(run.path).relative_to(staged)
-                for n in RECORD_FILES:
-                    atomic_write_bytes(reference / rel / n, (Path(run.path) / n).read_bytes())
-            for name in arrays:
-                atomic_write_bytes(reference / name, files[name])
+            _move_into(reference, [(Path(run.path), Path(run.path).relative_to(staged)) for run in new],
+                       {name: files[name] for name in arrays})
     verb = "would add" if dry_run else "added"
     for run in new:
         log(f"[import] {verb} {import_line(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
@@ -631,10 +650,57 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
     return {"new": [r.run_id for r in new], "same": [r.run_id for r in same], "analysis": arrays}
 
 
+STAGING = ".import-"            # next to the reference: the checked bundle, before it is moved into place
+
+
+def _remove_stale_staging(reference: Path) -> None:
+    """Staging folders of imports whose process is gone (killed while copying): nothing of them was
+    moved into the reference yet, so they are removed."""
+    for folder in list(reference.parent.glob(f".{reference.name}{STAGING}*")) + list(
+            Path(tempfile.gettempdir()).glob("absa-import-*")):
+        pid = folder.name.rsplit(STAGING, 1)[-1] if STAGING in folder.name else folder.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _move_into(reference: Path, runs: list[tuple[Path, Path]], arrays: dict[str, bytes]) -> None:
+    """Copy the checked records and arrays to a staging folder beside ``reference`` (the same file
+    system), then rename each into place: a full disk or a write error leaves the reference as it was
+    and no half-written run (each run folder appears whole or not at all)."""
+    staging = reference.parent / f".{reference.name}{STAGING}{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for src, rel in runs:
+            for n in RECORD_FILES:
+                atomic_write_bytes(staging / rel / n, (src / n).read_bytes())
+        for name, data in arrays.items():
+            atomic_write_bytes(staging / name, data)
+        for _, rel in runs:
+            (reference / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / rel).rename(reference / rel)
+        for name in arrays:
+            (reference / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, reference / name)
+    except (OSError, AbsaError) as err:
+        raise AbsaError(f"{reference}: the import could not be written ({one_line(err)}); nothing of the bundle "
+                        "was added; free some space and import it again") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow_tiny: bool) -> tuple[list, list]:
     """The bundle's runs, unpacked in ``staged``, checked: ``(new, same)``, the runs the reference
     lacks and those it holds with the same bytes (any other difference refuses the bundle)."""
-    from absa_lib.training.runs import load_run
 
     new, same = [], []
     for run_dir in sorted({(staged / n).parent for n in files if n.startswith("runs/")}):
@@ -664,8 +730,6 @@ def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow
 def _bundle_arrays(bundle: Path, files: dict, reference: Path, new_runs: set[str]) -> dict:
     """The bundle's analysis arrays, each checked to come from runs the reference holds once the new
     runs ``new_runs`` are in: ``{file name: its meta}``."""
-    from absa_lib.harness.session import source_runs
-    from absa_lib.training.runs import marked_complete
 
     known = new_runs | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json") if marked_complete(m)}
     metas = {}
@@ -675,6 +739,8 @@ def _bundle_arrays(bundle: Path, files: dict, reference: Path, new_runs: set[str
         except (ValueError, RecursionError):
             raise AbsaError(f"{bundle}: {name} is not valid JSON; refusing the bundle") from None
         named = source_runs(record, bundle / name)
+        if not all(isinstance(r, str) for r in named):
+            raise AbsaError(f"{bundle}: {name} names its run as {named[0]!r}, not a run id; refusing the bundle")
         unknown = [r for r in named if r not in known] if named else ["(none named)"]
         if unknown:
             raise AbsaError(f"{bundle}: {name} was computed from run {unknown[0]}, which neither the bundle nor "
@@ -693,6 +759,17 @@ def import_line(config: dict, run_id: str) -> str:
 WORK = "executed/remote"
 
 
+def _seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds >= 0 (``nan`` waited forever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python scripts/remote.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -701,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = actions.add_parser("carry", help="write what the node needs: a float16 MiniLM copy and the raw data")
     c.add_argument("dest", help="folder to write (e.g. .carry, git-ignored)")
     c.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
-    c.add_argument("--reference", default="results/reference",
+    c.add_argument("--reference", default=None,
                    help="the copy must have the fingerprint of this reference's GPU runs (default: results/reference)")
     c.add_argument("--new-fingerprint", action="store_true",
                    help="accept a copy whose fingerprint the reference's GPU runs do not have (a new series of runs)")
@@ -715,7 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one detached grid: parts joined by +, models by commas or 'all', its concurrent runs, "
                         "optionally seeds by commas (e.g. tables+ablations:cg-bert,qacg-bert:12, "
                         "tables:bert-single:2:42); repeat for several")
-    s.add_argument("--reference", default="results/reference",
+    s.add_argument("--reference", default=None,
                    help="its finished runs are copied into the runs folder and not trained again ('' for none)")
     s.add_argument("--dry-run", action="store_true",
                    help="print the runs each grid would train, and start nothing (plan a node's time here)")
@@ -725,7 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_start)
 
     w = actions.add_parser("wait", help="wait for the grids (at most --until seconds), then write the bundle")
-    w.add_argument("--until", type=float, required=True, help="seconds to wait at most")
+    w.add_argument("--until", type=_seconds, required=True, help="seconds to wait at most")
     w.add_argument("--bundle", required=True, help="the .tar.gz to write (records of the runs finished here)")
     w.add_argument("--analysis", action="store_true",
                    help="after waiting, compute the figure arrays (notebooks 05 and 06) from the runs finished here; "
@@ -739,7 +816,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = actions.add_parser("import", help="check a bundle's records and add them to the reference")
     i.add_argument("bundle", help="a .tar.gz written by `python scripts/remote.py wait`")
-    i.add_argument("--reference", default="results/reference", help="default: results/reference")
+    i.add_argument("--reference", default=None,
+                   help="the reference folder (default: the checkout's results/reference; a relative path is from here)")
     i.add_argument("--dry-run", action="store_true", help="check and say what would be added; write nothing")
     i.add_argument("--allow-tiny", action="store_true",
                    help="accept runs on the tiny random backbone (tests; their numbers mean nothing)")
@@ -780,13 +858,13 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reference(value: str):
-    """``--reference`` as a folder, or None for ``''``: a misspelt one was read as an empty reference,
-    and a node would have trained every committed run again."""
-
-    if not value:
+def _reference(value: str | None):
+    """``--reference`` as a folder: the checkout's ``results/reference`` when not given, a path
+    relative to the working folder, or None for ``''``. A misspelt one is refused: read as an empty
+    reference, a node would have trained every committed run again, and an import would have made it."""
+    if value == "":
         return None
-    folder = resolve_dir(value, create=False)
+    folder = (repo_root() / "results" / "reference") if value is None else Path(value).expanduser().resolve()
     if not folder.is_dir():
         raise AbsaError(f"--reference {value}: no such folder ({folder}); give the reference's folder "
                         "(default results/reference), or '' for none")
@@ -807,7 +885,7 @@ def _wait(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
 
-    import_bundle(Path(args.bundle), resolve_dir(args.reference, create=False), args.dry_run, args.allow_tiny)
+    import_bundle(Path(args.bundle), _reference(args.reference), args.dry_run, args.allow_tiny)
     return 0
 
 

@@ -175,11 +175,12 @@ def _tar(members: dict[str, bytes], path: Path) -> Path:
 
 def test_import_adds_the_runs_once_and_refuses_tiny_runs_unless_allowed(node, tmp_path):
     reference = tmp_path / "reference"
+    reference.mkdir()                           # an import never makes the reference folder
     with pytest.raises(AbsaError, match="tiny random backbone"):
         import_bundle(node["bundle"], reference, log=lambda *_: None)
-    assert not reference.exists()
+    assert not any(reference.rglob("*"))
     dry = import_bundle(node["bundle"], reference, dry_run=True, allow_tiny=True, log=lambda *_: None)
-    assert len(dry["new"]) == 3 and not reference.exists()
+    assert len(dry["new"]) == 3 and not any(reference.rglob("*"))
     added = import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
     assert sorted(added["new"]) == sorted(p.name for p in reference.glob("runs/*/*/*"))
     again = import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
@@ -192,6 +193,7 @@ def test_import_refuses_edited_conflicting_or_unsafe_bundles_and_writes_nothing(
     run = name.rsplit("/", 1)[0]
     record = json.loads(files[name])
     reference = tmp_path / "reference"
+    reference.mkdir()                           # an import never makes the reference folder
 
     edited = {**files, name: json.dumps({**record, "lr": 1.0}).encode()}
     with pytest.raises(AbsaError, match="run_id"):
@@ -212,7 +214,7 @@ def test_import_refuses_edited_conflicting_or_unsafe_bundles_and_writes_nothing(
     stale = {**files, "analysis/fig3_relevance.json": json.dumps({"meta": {"run_id": "0123456789ab"}, "data": []}).encode()}
     with pytest.raises(AbsaError, match="computed from run 0123456789ab, which neither"):
         import_bundle(_tar(stale, tmp_path / "stale.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
-    assert not reference.exists()
+    assert not any(reference.rglob("*"))
 
     (tmp_path / "damaged.tar.gz").write_bytes(node["bundle"].read_bytes()[:200])
     with pytest.raises(AbsaError, match="damaged|not a readable"):
@@ -234,6 +236,7 @@ def test_arrays_are_imported_only_with_the_runs_they_come_from(node, tmp_path):
     run_id = next(n for n in files if n.startswith("runs/")).split("/")[3]
     arrays = {"analysis/fig3_relevance.json": json.dumps({"meta": {"run_id": run_id}, "data": [1]}).encode()}
     reference = tmp_path / "reference"
+    reference.mkdir()                           # an import never makes the reference folder
     import_bundle(_tar({**files, **arrays}, tmp_path / "b.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)
     assert json.loads((reference / "analysis" / "fig3_relevance.json").read_text())["meta"]["run_id"] == run_id
     import_bundle(_tar(arrays, tmp_path / "only.tar.gz"), reference, allow_tiny=True, log=lambda *_: None)  # run held
@@ -280,6 +283,7 @@ def test_a_profile_that_does_not_train_is_refused(tmp_path):
 
 def test_start_copies_the_reference_so_committed_runs_are_not_trained_again(tmp_path):
     reference = tmp_path / "reference"
+    reference.mkdir()                           # an import never makes the reference folder
     run = next(REFERENCE.glob("runs/semeval/bert-pair/*"))
     shutil.copytree(run, reference / run.relative_to(REFERENCE))
     seed_runs = remote.seed_runs
@@ -495,3 +499,63 @@ def test_a_hand_written_profile_lacking_a_grid_key_is_named(tmp_path, capsys):
     assert err.strip() == (f"remote: error: {mine}: sets no datasets, ablation_dataset, which the grid needs; a "
                            "profile gives every notebook parameter a value (copy params/smoke.yaml and change it)")
     assert not (tmp_path / "work").exists()
+
+
+def test_import_refuses_a_missing_reference_a_renamed_run_and_an_oversized_bundle(node, tmp_path, monkeypatch):
+    files = read_bundle(node["bundle"])
+    with pytest.raises(AbsaError, match="refrence: no such folder; .* an import never creates one"):
+        import_bundle(node["bundle"], tmp_path / "refrence", allow_tiny=True, log=lambda *_: None)
+    assert not (tmp_path / "refrence").exists()
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    run = next(n for n in files if n.endswith("/config.json")).rsplit("/", 1)[0]
+    renamed = {k.replace(run, run.rsplit("/", 1)[0] + "/000000000000"): v for k, v in files.items()}
+    bundle = _tar(renamed, tmp_path / "renamed.tar.gz")
+    with pytest.raises(AbsaError, match=f"{bundle}:.*under another name") as err:
+        import_bundle(bundle, reference, allow_tiny=True, log=lambda *_: None)
+    assert "absa-import-" not in str(err.value)                        # the bundle, not the staging folder
+    monkeypatch.setattr(remote, "BUNDLE_LIMIT", 1000)
+    with pytest.raises(AbsaError, match="unpacks to more than 0 MiB"):
+        import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert not any(reference.rglob("*"))
+
+
+def test_an_import_that_fails_while_writing_adds_nothing(node, tmp_path, monkeypatch):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    real, written = remote.atomic_write_bytes, []
+
+    def full_disk(path, data):
+        if len(written) == 4:                      # a run and a half in: the disk is full
+            raise OSError(28, "No space left on device", str(path))
+        written.append(path)
+        real(path, data)
+    monkeypatch.setattr(remote, "atomic_write_bytes", full_disk)
+    with pytest.raises(AbsaError, match="nothing of the bundle was added"):
+        import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert not any(reference.rglob("*")) and not list(tmp_path.glob(".reference.import-*"))
+    monkeypatch.setattr(remote, "atomic_write_bytes", real)
+    assert len(import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)["new"]) == 3
+
+
+def test_bad_numbers_and_records_on_the_node_are_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:               # argparse's one line and exit status 2
+        main(["wait", "--work", str(tmp_path), "--until", "nan", "--bundle", str(tmp_path / "b.tar.gz")])
+    assert exit_.value.code == 2
+    assert "argument --until: expected a finite number of seconds >= 0, got 'nan'" in capsys.readouterr().err
+    with pytest.raises(AbsaError, match="expected PARTS:MODELS:WORKERS"):
+        GridSpec.parse("tables:qacg-bert:²")
+    (tmp_path / "grids").mkdir()
+    (tmp_path / "grids" / "00.json").write_text(json.dumps({"pid": "abc"}))
+    with pytest.raises(AbsaError, match="00.json: not a grid record"):
+        grids(tmp_path)
+
+
+def test_an_array_naming_its_run_as_a_list_is_refused(node, tmp_path):
+    files = read_bundle(node["bundle"])
+    arrays = {"analysis/fig3_relevance.json": json.dumps({"meta": {"run_id": ["x"]}, "data": [1]}).encode()}
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    with pytest.raises(AbsaError, match="names its run as \\['x'\\], not a run id"):
+        import_bundle(_tar({**files, **arrays}, tmp_path / "b.tar.gz"), reference, allow_tiny=True,
+                      log=lambda *_: None)
