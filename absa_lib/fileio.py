@@ -96,6 +96,9 @@ def csv_rows(text: str, path: Path) -> Iterator[tuple[int, list[str]]]:
         except StopIteration:
             return
         except csv.Error as err:
+            if "field larger than field limit" in str(err):     # one field over 128 KiB: no quote involved
+                raise AbsaError(f"{path}: line {start}: a field longer than {csv.field_size_limit():,} characters; a "
+                                "review text is a sentence or a few: split the file's text into rows") from None
             raise AbsaError(f"{path}: line {start}: not valid CSV ({err}); is a quote left open?") from None
         if reader.line_num != start:
             raise AbsaError(f"{path}: line {start}: a field runs on to line {reader.line_num}; is a quote "

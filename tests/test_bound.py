@@ -152,3 +152,22 @@ def test_prediction_files_do_not_carry_formulas_into_a_spreadsheet():
                                  "probabilities": {"None": 1.0, "Positive": 0.0, "Negative": 0.0}}]}]
     text = predictions_csv("sentihood", results, [1])
     assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text
+
+
+def test_own_data_faults_are_one_line_each(tmp_path, fixtures_dir):
+    from absa_lib.data.own_data import register_dataset, scheme_from_dict
+
+    folder = tmp_path / "phones"
+    shutil.copytree(fixtures_dir / "own_data" / "phones", folder)
+    with open(folder / "train.csv", "a", encoding="utf-8") as f:          # one field of 200 KB, no quote at all
+        f.write("x" * 200_000 + "\n")
+    with pytest.raises(AbsaError, match="a field longer than 131,072 characters") as err:
+        register_dataset(folder)
+    assert "quote" not in str(err.value)
+    with pytest.raises(AbsaError, match="without surrounding spaces or line breaks") as err:
+        scheme_from_dict({"name": "x", "aspects": ["a"], "sentiments": ["pos\nitive"]}, "dataset.json")
+    assert "\n" not in str(err.value)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(AbsaError, match="cannot be followed to a folder"):
+        register_dataset(loop)

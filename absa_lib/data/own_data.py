@@ -80,9 +80,10 @@ def scheme_from_dict(obj, source: str) -> Scheme:
     for key, least in (("aspects", 1), ("sentiments", 1), ("targets", 0)):
         values = obj.get(key, [])
         if (not isinstance(values, list) or len(values) < least
-                or not all(isinstance(v, str) and v.strip() == v and v for v in values)):
+                or not all(isinstance(v, str) and v.strip() == v and v and v.isprintable() for v in values)):
             raise AbsaError(f"{source}: field {key!r} is {values!r}; expected a list of "
-                            f"{'at least one ' if least else ''}non-empty names without surrounding spaces")
+                            f"{'at least one ' if least else ''}non-empty names without surrounding spaces or "
+                            "line breaks")
         folded = [v.lower() for v in values]           # sentiments become p_<name> columns
         if len(set(folded)) != len(folded):
             twice = next(v for v in values if folded.count(v.lower()) > 1)
@@ -147,7 +148,10 @@ def register_scheme(scheme: Scheme, dataset: OwnDataset | None = None) -> None:
 def register_dataset(folder) -> str:
     """Read and check ``folder`` (``dataset.json`` and the three split files; every row is checked now,
     not halfway through training), register it, and return the dataset's name for :class:`TrainConfig`."""
-    folder = Path(folder).expanduser().resolve()
+    try:
+        folder = Path(folder).expanduser().resolve()
+    except (RuntimeError, OSError) as err:           # a symlink loop
+        raise AbsaError(f"{folder}: cannot be followed to a folder ({one_line(err)}); give the dataset folder itself") from None
     if not folder.is_dir():
         raise AbsaError(f"{folder}: {'a file, not a folder' if folder.exists() else 'no such folder'}; give "
                         f"the folder holding {SCHEME_FILE}, {', '.join(SPLIT_FILES.values())} (see docs/own_data.md)")
