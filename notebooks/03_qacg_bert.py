@@ -240,7 +240,7 @@ notebook.outputs += plots.save_figure(plots.summary_figure(summary), notebook.di
 # each dev-best cell, the plateau: the mean of the run's last five epochs on the test set, which no
 # choice touches (runs of more than five epochs; the 25-epoch runs of the `gpu` profile in the
 # reference). In the committed reference, BERT-single on SemEval is the case in point: its polarity
-# is still rising when aspect F1 has stopped moving (`docs/results.md`, "What the 25-epoch GPU runs say").
+# is still rising when aspect F1 has stopped moving (`docs/evidence/gpu_25_epoch_runs.md`).
 # The extreme is CG-BERT without auxiliary sentence on SentiHood: two of its three seeds never leave
 # the all-None level of strict accuracy, so dev selection keeps an early epoch while their polarity
 # keeps improving; its large gaps measure that stall, not a choice among near-equal epochs

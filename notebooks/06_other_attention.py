@@ -23,7 +23,7 @@
 # the same budget, seeds and metrics as the BERT-pair, CG-BERT and QACG-BERT rows (the BERT-size
 # systems on the same backbone; the LSTMs on its frozen word embeddings). The tables show how many
 # seeds each row has: at 25 epochs the committed reference has fewer of these systems than of the
-# BERT rows (see docs/results.md):
+# BERT rows (see docs/evidence/other_attention_systems.md):
 #
 # | system | source | module | idea |
 # |---|---|---|---|

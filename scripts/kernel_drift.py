@@ -7,7 +7,7 @@
     python scripts/kernel_drift.py weights RUN_A/checkpoints/last RUN_B/checkpoints/last
 
 The committed fp32 records of some models reproduce exactly on another CPU and those of QACG-BERT
-do not (docs/results.md, "Does fp32 reproduce the committed records on another CPU?"). Is that
+do not (docs/evidence/precision_and_devices.md, "fp32 on another CPU"). Is that
 because the quasi-attention computes something the kernels round differently, or because every
 model starts out a few ulps apart and QACG-BERT's training magnifies it? ``save`` builds each model
 of VARIANTS at initialisation (fp32, one thread, eval mode, so no dropout), and stores the logits,

@@ -241,7 +241,7 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
         lines.append("[remote] other seeds: the seconds of training and evaluation of the reference's runs of the "
                      "same cell; start-up and checkpoints (a minute or two on a shared GPU) come on top, in "
                      "'process' where a grid recorded the whole; 'at once': how many runs of its runs folder were "
-                     "training at its epochs' ends, which changes both (recorded since 2026-11-26; docs/results.md, "
+                     "training at its epochs' ends, which changes both (recorded since 2026-11-26; docs/evidence/costs_and_speed.md, "
                      "\"GPU cost, measured\")")
     return lines
 
@@ -251,7 +251,7 @@ def other_seeds_text(config, runs: list) -> str:
     ``config``'s cell with another seed (every training field the same but the seed): the range of
     their :func:`run_seconds` on each device, and of the whole process where a grid recorded it
     (``(process 428 s)``), and how many runs were training beside them, where they recorded it
-    (``3–6 at once``: the range over their epochs), since that changes the time (docs/results.md,
+    (``3–6 at once``: the range over their epochs), since that changes the time (docs/evidence/costs_and_speed.md,
     "GPU cost, measured"). Empty when there is none."""
 
     want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}

@@ -1,5 +1,7 @@
-"""The README's status tables (Tables 1-2, ours beside the paper's) are copied from the rendered
-`results/table*.csv`; this catches a README left behind when the reference gains seeds."""
+"""The findings' tables (Tables 1-2, ours beside the paper's; docs/findings.md, "The tables") are
+copied from the rendered `results/table*.csv`; this catches prose left behind when the reference
+gains seeds. Every number of the findings appears in a source, and the README's prose numbers in the
+findings or the tables."""
 
 from __future__ import annotations
 
@@ -23,10 +25,9 @@ TABLES = {
 CELL = re.compile(r"^(?P<mean>–|-?\d+(?:\.\d+)?)(?: ± (?P<sd>\d+(?:\.\d+)?))?(?: \[(?P<paper>\d+(?:\.\d+)?)\])?$")
 
 
-def _status_tables(readme: str) -> list[list[list[str]]]:
-    """The tables of the README's "Status of the numbers" section whose header starts
-    `| model | budget | seeds |`."""
-    section = readme.split("## Status of the numbers", 1)[1].split("\n## ", 1)[0]
+def _status_tables(findings: str) -> list[list[list[str]]]:
+    """The tables of the findings' "The tables" section whose header starts `| model | budget | seeds |`."""
+    section = findings.split("## The tables", 1)[1].split("\n## ", 1)[0]
     tables, current = [], None
     for line in section.splitlines():
         if line.startswith("| model | budget | seeds |"):
@@ -75,26 +76,67 @@ def _check(header: list[str], row: list[str], csv_rows: list[dict], columns: dic
 
 
 def test_readme_status_tables_match_the_rendered_results():
-    tables = _status_tables((ROOT / "README.md").read_text(encoding="utf-8"))
+    tables = _status_tables((ROOT / "docs" / "findings.md").read_text(encoding="utf-8"))
     found = {}
     for table in tables:
         header = table[0]
         name = next((f for f, cols in TABLES.items() if set(header[3:]) == set(cols)), None)
         if name is not None:
             found[name] = table
-    assert set(found) == set(TABLES), f"README status tables found: {sorted(found)}"
+    assert set(found) == set(TABLES), f"findings tables found: {sorted(found)}"
     wrong = []
     for name, table in found.items():
         with open(ROOT / "results" / name, newline="", encoding="utf-8") as f:
             csv_rows = list(csv.DictReader(f))
         n_ours = sum(r["source"] == "ours" and r["selection"] == "dev_best" for r in csv_rows)
-        assert len(table) - 1 >= n_ours, f"{name}: the README shows fewer rows than the {n_ours} rendered"
+        assert len(table) - 1 >= n_ours, f"{name}: the findings show fewer rows than the {n_ours} rendered"
         for row in table[1:]:
             wrong += _check(table[0], row, csv_rows, TABLES[name])
-    assert not wrong, "README status tables differ from results/: " + "; ".join(wrong[:10])
+    assert not wrong, "the findings' tables differ from results/: " + "; ".join(wrong[:10])
 
 
 @pytest.mark.parametrize("cell,value,same", [("71.2", "71.23", True), ("71.2", "71.26", False),
                                              ("–", "", True), ("0.0", "", False)])
 def test_cell_comparison(cell, value, same):
     assert _same(cell, value) is same
+
+
+# docs/findings.md copies its numbers from the committed tables and the evidence pages (docs/results.md,
+# docs/evidence/), and the README its numbers from those and the findings; neither computes numbers of
+# its own or rounds any differently.
+NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?!\w)")
+FINDINGS = ROOT / "docs" / "findings.md"
+
+
+def _sources() -> list[Path]:
+    return [ROOT / "docs" / "results.md", *sorted((ROOT / "docs" / "evidence").glob("*.md")),
+            *sorted((ROOT / "results").glob("*.md"))]
+
+
+def test_every_number_of_the_findings_is_one_the_evidence_states():
+    known = set()
+    for path in _sources():
+        known.update(NUMBER.findall(path.read_text(encoding="utf-8")))
+    wrong = [f"docs/findings.md:{i}: {n}" for i, line in enumerate(FINDINGS.read_text(encoding="utf-8").splitlines(), 1)
+             for n in NUMBER.findall(line) if n not in known]
+    assert not wrong, "numbers in the findings that no table, README line or evidence page states: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("text,numbers", [("75.4 ± 0.4 vs 87.61; 42–44", ["75.4", "0.4", "87.61", "42", "44"]),
+                                          ("run bc949283ced2, fig3, 587e9ebe", []),
+                                          ("1,064 s, 10⁻³, 2.50×.", ["1,064", "10", "2.50"])])
+def test_number_tokens(text, numbers):
+    assert NUMBER.findall(text) == numbers
+
+
+def test_every_number_of_the_readme_is_one_the_findings_or_the_evidence_state():
+    """The README's prose (code blocks, the citation and command lines aside) states only numbers the
+    findings, the tables or the evidence state: a README number cannot drift from the records."""
+    known = set()
+    for path in [FINDINGS, *_sources()]:
+        known.update(NUMBER.findall(path.read_text(encoding="utf-8")))
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = re.sub(r"```.*?```", "", text.split("## Citation and license")[0], flags=re.S)
+    prose = re.sub(r"`[^`]*`", "", prose)                  # commands, paths, options
+    wrong = sorted({n for n in NUMBER.findall(prose) if n not in known})
+    assert not wrong, "README numbers that neither the findings, the tables nor the evidence state: " + ", ".join(wrong)

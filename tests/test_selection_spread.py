@@ -44,10 +44,10 @@ def test_the_script_shows_each_runs_dev_best_epoch_plateau_and_test_best(capsys)
     assert line[0] == "76.4"                                # Table 2's BERT-single 4-class cell, dev-best
     assert "| BERT-pair (Sun et al. 2019) | minilm, 25 epochs | 42 43 44 |" in out     # three seeds, one row
     assert "sentihood" not in out.lower().replace("table 1: sentihood", "")
-    # the README's sentence covers the three seeds: their dev-chosen epochs and the mean of their plateaus
+    # the findings' sentence covers the three seeds: their dev-chosen epochs and the mean of their plateaus
     (four_43, chosen_43), (four_44, chosen_44) = four_class_curve(BERT_SINGLE_43), four_class_curve(BERT_SINGLE_44)
     every = statistics.mean([plateau_value, statistics.mean(four_43[-5:]), statistics.mean(four_44[-5:])])
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "findings.md").read_text().split())
     assert (f"picks epoch {chosen}, {chosen_43} or {chosen_44} while polarity still rises; its last five epochs "
             f"average {every:.1f}" in readme)
 

@@ -33,7 +33,7 @@ field                   ``paper``            ``official`` (repo HEAD)    meaning
 ``pooling="cls_state"`` is the paper's head as §3.5 writes it, y = softmax(e_CLS W_CLSᵀ): the last
 [CLS] state, dropout, and a linear layer without bias; the pretrained pooler stays in the model
 unused (``absa info`` still counts it). Both presets keep the official pooler head (the option is
-measured at one CPU epoch only: docs/results.md). ``pooling="mean"`` is an option for backbones
+measured at one CPU epoch only: docs/evidence/ablations.md). ``pooling="mean"`` is an option for backbones
 trained as sentence encoders with mean pooling (the offline MiniLM): their [CLS] pooler was never
 trained for classification. Neither is ever a default.
 
