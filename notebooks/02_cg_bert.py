@@ -197,7 +197,7 @@ floors = {ds: tables.trivial_floor(ds, trivial[ds]) for ds in datasets}   # dott
 fig = plots.training_curves(figure_data.curves_from_runs(runs), floors=floors)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_bert")
 if allow_training:                      # render reads the committed records; nothing to copy
-    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results, replace=True)   # this profile's output
 
 # %%
 notebook.finish(runs)

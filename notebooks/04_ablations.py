@@ -171,7 +171,7 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_no_
 # %%
 runs = grid.flatten(grid_runs)
 if allow_training:
-    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results, replace=True)   # this profile's output
 
 # %%
 notebook.finish(runs)

@@ -282,7 +282,7 @@ else:   # render, before any run of these systems has been trained: say so inste
     print(f"[06] no figure: {missing} does not exist yet and there is no trained model to compute it; "
           "train the systems first: absa grid --profile cpu --part other")
 if allow_training:
-    notebook.outputs += grid.export_records(runs, notebook.dirs.results)
+    notebook.outputs += grid.export_records(runs, notebook.dirs.results, replace=True)   # this profile's output
 
 # %%
 notebook.finish(runs)

@@ -171,3 +171,18 @@ def test_own_data_faults_are_one_line_each(tmp_path, fixtures_dir):
     loop.symlink_to(loop)
     with pytest.raises(AbsaError, match="cannot be followed to a folder"):
         register_dataset(loop)
+
+
+def test_exporting_over_a_differing_record_of_the_same_run_is_refused(runs, tmp_path):
+    from absa_lib.harness.grid import export_records
+
+    _, a, _ = runs
+    dest = tmp_path / "reference"
+    export_records([load_run(a)], dest)
+    held = dest / "runs" / "sentihood" / "qacg-bert" / a.name / "env.json"
+    held.write_text(json.dumps({**read_json(held), "gpu": "NVIDIA H200"}))       # the same run, trained elsewhere
+    before = held.read_bytes()
+    with pytest.raises(AbsaError, match=f"already holds run {a.name} with another env.json"):
+        export_records([load_run(a)], dest)
+    assert held.read_bytes() == before
+    assert export_records([load_run(a)], dest, replace=True) and held.read_bytes() != before

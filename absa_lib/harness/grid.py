@@ -170,14 +170,26 @@ def flatten(grid: dict) -> list:
     return out
 
 
-def export_records(runs: list, results_dir: Path) -> list[Path]:
+def export_records(runs: list, results_dir: Path, replace: bool = False) -> list[Path]:
     """Copy the records of ``runs`` (config/metrics/env JSON, no weights, no predictions) into
-    ``<results_dir>/runs/<dataset>/<model>/<run_id>/``, the layout ``results/reference/`` uses."""
-    written = []
+    ``<results_dir>/runs/<dataset>/<model>/<run_id>/``, the layout ``results/reference/`` uses.
+
+    A record already there with other bytes (the same configuration trained again, e.g. a GPU record
+    and a CPU one) is refused before anything is written, unless ``replace`` (a notebook's
+    ``force_retrain``: the run was retrained on purpose)."""
+    written, plan = [], []
     for run in runs:
         dest = Path(results_dir) / "runs" / run.config["dataset"] / run.config["model"] / run.run_id
         if dest.resolve() == Path(run.path).resolve():
             continue
+        differ = [n for n in RECORD_FILES if (dest / n).is_file() and (Path(run.path) / n).is_file()
+                  and (dest / n).read_bytes() != (Path(run.path) / n).read_bytes()]
+        if differ and not replace:
+            raise AbsaError(f"{dest}: already holds run {run.run_id} with another {differ[0]} (the same configuration "
+                            f"trained again gives other numbers); keep one: remove that record first if {run.path} "
+                            "should replace it")
+        plan.append((run, dest))
+    for run, dest in plan:
         for name in RECORD_FILES:
             src = Path(run.path) / name
             if src.is_file():
