@@ -13,8 +13,12 @@
 #
 # A training profile first trains its whole grid of runs with the grid runner (`absa grid`: a
 # queue on the CPU, several runs at once per GPU; finished runs are skipped, interrupted ones
-# resume); the notebooks then find them in the run cache. Executed notebooks and their logs go to
-# executed/<profile>/ (git-ignored). The script stops at the first failure and names it and its log.
+# resume); the notebooks then find them in the run cache. Each notebook is handed the parameters it
+# declares (executed/<profile>/NN_name.params.yaml) and prints one line here: how long it took, the
+# files it wrote, its log; everything it and papermill print goes to that log. Executed notebooks and
+# their logs go to executed/<profile>/ (git-ignored); under `render` a normalized copy of each
+# executed notebook also goes to notebooks/executed/ (committed: readable on the repository's page).
+# The script stops at the first failure and names the error, the log and the executed copy.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # a path given relative to where the command was typed (ABSA_DATA_DIR=../data) must still hold after
@@ -104,23 +108,34 @@ open(sys.argv[2], 'w').write(yaml.safe_dump({**p, 'force_retrain': False}, sort_
     echo "[run_all] force_retrain: the grid retrained every run; the notebooks collect them" >&2
   fi
 fi
+# each notebook gets the values of the names its parameters cell declares, no others
+"$PY" -m absa_lib.harness.run_all params "$PARAMS" "$OUT" || exit 2
 if [ "$NOTEBOOKS" = scripts ]; then
-  run_notebook() { "$PY" -m absa_lib.harness.notebook_script "$ROOT/notebooks/$1.py" "$PARAMS" >"$OUT/$1.log" 2>"$OUT/$1.log.err"; }
+  run_notebook() { "$PY" -m absa_lib.harness.notebook_script "$ROOT/notebooks/$1.py" "$OUT/$1.params.yaml"; }
 else
-  run_notebook() { "$PY" -m papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" -f "$PARAMS" \
-      --log-output --no-progress-bar --start-timeout 120 --stdout-file "$OUT/$1.log" --stderr-file "$OUT/$1.log.err"; }
+  run_notebook() { "$PY" -m papermill "$ROOT/notebooks/$1.ipynb" "$OUT/$1.ipynb" -k python3 --cwd "$ROOT/notebooks" \
+      -f "$OUT/$1.params.yaml" --log-output --no-progress-bar --start-timeout 120; }
+fi
+# render, as the profile file says (no -p changes), through papermill: the executed notebooks,
+# normalized (no times, no absolute paths), into notebooks/executed/ (the same bytes run after run)
+RENDER_TO=()
+if [ "$PROFILE" = render ] && [ "$NOTEBOOKS" = papermill ] && [ $# -eq 0 ]; then
+  RENDER_TO=(--render-to "$ROOT/notebooks/executed")
 fi
 for nb in "$ROOT"/notebooks/[0-9][0-9]_*.ipynb; do
   name="$(basename "$nb" .ipynb)"
-  echo "[run_all] $(date +%H:%M:%S) $name ($PROFILE)" >&2
-  t0=$(date +%s)
-  if ! run_notebook "$name"; then
-    echo "[run_all] FAILED: notebook notebooks/$name.ipynb (profile $PROFILE)" >&2
-    [ "$NOTEBOOKS" = scripts ] || echo "[run_all]   executed copy with the error: $OUT/$name.ipynb" >&2
-    echo "[run_all]   its output: $OUT/$name.log and $OUT/$name.log.err" >&2
+  printf '[run_all] %s %-19s' "$(date +%H:%M:%S)" "$name" >&2     # the line's end comes when it has run
+  executed=()
+  [ "$NOTEBOOKS" = scripts ] || executed=(--executed "$OUT/$name.ipynb")
+  rm -f "$OUT/$name.ipynb" "$OUT/$name.log.err"          # never an old run's copy in a failure's message
+  t0="${EPOCHREALTIME:-$(date +%s)}"
+  if ! run_notebook "$name" >"$OUT/$name.log" 2>&1; then
+    "$PY" -m absa_lib.harness.run_all failed "$name" --profile "$PROFILE" --start "$t0" --log "$OUT/$name.log" \
+      ${executed[@]+"${executed[@]}"} >&2 || echo " FAILED; see $OUT/$name.log" >&2
     exit 1
   fi
-  echo "[run_all]   done in $(( $(date +%s) - t0 ))s" >&2
+  "$PY" -m absa_lib.harness.run_all done "$name" --params "$PARAMS" --start "$t0" --log "$OUT/$name.log" \
+    ${executed[@]+"${executed[@]}"} ${RENDER_TO[@]+"${RENDER_TO[@]}"} >&2 || exit 1
 done
 
 "$PY" -m absa_lib.harness.manifest --profile "$PROFILE" --results-dir "$RESULTS" --figures-dir "$FIGURES"
@@ -129,3 +144,4 @@ echo "[run_all]   tables:    $RESULTS/table1_sentihood.{csv,md} $RESULTS/table2_
 echo "[run_all]   figures:   $FIGURES/" >&2
 echo "[run_all]   manifest:  $RESULTS/MANIFEST.json" >&2
 echo "[run_all]   notebooks: $OUT/" >&2
+[ ${#RENDER_TO[@]} -eq 0 ] || echo "[run_all]   readable:  $ROOT/notebooks/executed/ (normalized copies, committed)" >&2

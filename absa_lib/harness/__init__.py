@@ -7,5 +7,6 @@
     ablations        the ablation grid (notebook 04)
     runner           ``absa grid``: every run of a profile, as a queue of processes
     notebook_script  a notebook's parameters, for a script
+    run_all          around each notebook of run_all.sh: its parameters, its line, its error, its readable copy
     manifest         the checksums of every output a notebook wrote
 """

@@ -25,15 +25,16 @@ from absa_lib.harness.profiles import declared_parameters, read_profile_file
 
 
 def with_parameters(script: Path, values: dict) -> str:
-    """The script's source with ``name = value`` lines for its declared parameters after the
-    parameters cell (values that are not plain YAML data are an error)."""
+    """The script's source with ``name = value`` statements for its declared parameters after the
+    parameters cell, on the line of the next cell's marker, so that no line changes its number
+    (values that are not plain YAML data are an error)."""
     try:
         lines = Path(script).read_text(encoding="utf-8").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError) as err:
         raise AbsaError(f"{script}: cannot be read ({getattr(err, 'strerror', None) or err}); expected a "
                         "notebook's paired script, notebooks/NN_name.py") from None
     end, declared = declared_parameters(lines, script)
-    injected = ["# %% injected parameters (absa_lib.harness.notebook_script)\n"]
+    injected = []
     for name in sorted(declared & set(values)):
         value = values[name]
         try:
@@ -42,8 +43,17 @@ def with_parameters(script: Path, values: dict) -> str:
             plain = False
         if not plain:
             raise AbsaError(f"parameter {name}={value!r} is not plain data (numbers, strings, lists, mappings)")
-        injected.append(f"{name} = {value!r}\n")
-    return "".join(lines[:end] + injected + lines[end:])
+        injected.append(f"{name} = {value!r}")
+    if not injected:
+        return "".join(lines)
+    # on the line of the next cell's marker (a comment), so that every line of the script keeps its
+    # number in a traceback (run_all.sh names the line a failing script stopped at)
+    if end < len(lines):
+        marker = lines[end]
+    else:                                      # the parameters cell ends the script
+        marker = "# injected parameters\n"
+        lines = lines[:-1] + [lines[-1].rstrip("\n") + "\n"] if lines else lines
+    return "".join(lines[:end] + ["; ".join(injected) + "  " + marker] + lines[end + 1:])
 
 
 def run_script(script: str | Path, params_file: str | Path) -> None:
