@@ -25,7 +25,7 @@ def write_run(root, dataset="sentihood", model="qacg-bert", aux="NLI-M", seed=1,
     from absa_lib.training.runs import config_hash, select_epochs
 
     config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
-              "model_overrides": {}, "backbone": "minilm", **cfg}
+              "model_overrides": {}, "backbone": "minilm", "epochs": 1, **cfg}
     config["run_id"] = run_id = config_hash(recorded_identity(config))      # what load_run checks
     path = root / dataset / model / run_id
     path.mkdir(parents=True)

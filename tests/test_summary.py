@@ -199,16 +199,18 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
         assert row[f"{key}_sd"] == pytest.approx(statistics.stdev(values))
 
 
-def test_a_run_folder_is_any_folder_but_a_runs_checkpoints(tmp_path):
+def test_a_run_folder_is_one_named_by_its_run_id_and_never_a_runs_checkpoint(tmp_path):
     from absa_lib.errors import AbsaError
     from absa_lib.training.runs import find_runs
 
     run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "keep")
-    run = run.rename(run.parent / "best")
     leftover = run / "checkpoints" / "best.tmp"           # what a process killed while saving leaves
     leftover.mkdir(parents=True)
     (leftover / "config.json").write_text("{}")
-    assert [r.path for r in find_runs(tmp_path / "keep")] == [run]      # a run named `best` was left out
+    assert [r.path for r in find_runs(tmp_path / "keep")] == [run]      # the checkpoint's config is no run
+    copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "other").rename(tmp_path / "other" / "best")
+    with pytest.raises(AbsaError, match="best: the folder of run 4dd17c700df6 .* under another name"):
+        find_runs(tmp_path / "other")                   # a run under another name: refused, never counted
     with pytest.raises(AbsaError, match="^find_runs: modle is not a field of a run's config.json"):
         find_runs(tmp_path / "keep", modle="qacg-bert")                # matched nothing, silently
     seed = json.loads((run / "config.json").read_text())["seed"]

@@ -366,7 +366,7 @@ def load_run(path: str | os.PathLike) -> Run:
                         "`absa train` printed")
 
     config = read_json(path / "config.json")
-    config_from_record(config, path / "config.json")          # a valid config whose hash is its run_id
+    recorded = config_from_record(config, path / "config.json")   # a valid config whose hash is its run_id
     if path.resolve().name != config["run_id"]:               # a copy (x.bak) or another run's record
         raise AbsaError(f"{path}: the folder of run {config['run_id']} (its config.json says so) under another "
                         f"name; a run's folder is named by its run id: move the copy out of the runs folder, or "
@@ -381,7 +381,7 @@ def load_run(path: str | os.PathLike) -> Run:
     if not run.complete:
         raise AbsaError(f"{path}: training did not finish (metrics.json is not marked complete); "
                         "run the same `absa train` command again to resume it")
-    _check_metrics(path, metrics, config["epochs"])
+    _check_metrics(path, metrics, recorded.epochs)
     return run
 
 
@@ -428,7 +428,8 @@ def _filter_kind(name: str) -> tuple[tuple[type, ...], str] | None:
 def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
     """Every run folder under ``runs_dir`` (a ``config.json`` outside a run's ``checkpoints/``),
     sorted, with whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and
-    what ``absa summary`` lists as unfinished. (A run folder you named ``best`` is still a run.)"""
+    what ``absa summary`` lists as unfinished. (A run folder named other than its run id is one too,
+    and :func:`load_run` refuses it: a copy is never counted silently.)"""
     return [(cfg.parent, marked_complete(cfg.parent / "metrics.json"))
             for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.parent.name != "checkpoints"]
 
