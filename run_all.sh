@@ -94,11 +94,13 @@ if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['
   # the benchmark files first (checked; downloaded when missing): every cell of the grid reads them
   "$PY" -c "import sys, yaml; from absa_lib.harness.session import ensure_data
 ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS" || exit 1
-  echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (log: $OUT/grid.log)" >&2
-  if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" 2>&1 | tee "$OUT/grid.log" >&2; then
-    echo "[run_all] FAILED: the grid of runs (profile $PROFILE); see $OUT/grid.log and the run logs it names" >&2
+  echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (follow it: tail -f ${OUT#"$ROOT"/}/grid.log)" >&2
+  if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" > "$OUT/grid.log" 2>&1; then
+    echo "[run_all] FAILED: the grid of runs (profile $PROFILE): $(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1)" >&2
+    echo "[run_all]   see $OUT/grid.log and the run logs it names" >&2
     exit 1
   fi
+  echo "[run_all] $(date +%H:%M:%S) $(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1 | sed 's/; summary: .*//')" >&2
   # force_retrain: the grid has just retrained every run once; the notebooks collect them (forced
   # again, each notebook would retrain its runs one at a time, and the runs notebooks share twice)
   if "$PY" -c "import yaml, sys; p = yaml.safe_load(open(sys.argv[1]))

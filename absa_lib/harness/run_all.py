@@ -117,12 +117,15 @@ def _short(path: Path, root: Path) -> str:
 
 
 def describe_written(paths: list[Path], root: Path) -> str:
-    """``4 files (results/ 2, figures/ 2)``: how many files, per folder (relative to the checkout)."""
+    """``4 files (results/ 2, figures/ 2)``: how many files, per folder (relative to the checkout);
+    run records count under their ``runs/`` folder (``results/runs/ 24``), not one folder each."""
     if not paths:
         return "no files written"
     per: dict[str, int] = {}
     for p in paths:
         folder = _short(p.parent, root) + "/"
+        if "/runs/" in "/" + folder:
+            folder = folder[:("/" + folder).index("/runs/") + len("runs/")]
         per[folder] = per.get(folder, 0) + 1
     return f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({', '.join(f'{k} {n}' for k, n in per.items())})"
 
