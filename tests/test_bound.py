@@ -186,3 +186,22 @@ def test_exporting_over_a_differing_record_of_the_same_run_is_refused(runs, tmp_
         export_records([load_run(a)], dest)
     assert held.read_bytes() == before
     assert export_records([load_run(a)], dest, replace=True) and held.read_bytes() != before
+
+
+def test_a_busy_run_is_named_from_its_error_line_not_the_logs_last_line(tmp_path):
+    from absa_lib.harness.runner import _refusal
+
+    log = tmp_path / "run.log"
+    log.write_text('{\n  "run": "x"\n}\nabsa: error: runs/x: another process is training this run (pid 7)\n{\n}\n')
+    assert _refusal(str(log), tmp_path) == "runs/x: another process is training this run (pid 7)"
+    log.write_text('{\n  "run": "x"\n}\n')                  # no error line at all: the exit status says it
+    assert _refusal(str(log), tmp_path) == f"{tmp_path}: another process is training this run"
+
+
+def test_a_profile_nested_thousands_deep_is_one_line(tmp_path):
+    from absa_lib.harness.profiles import read_profile_file
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(AbsaError, match="YAML nested too deep to be a profile"):
+        read_profile_file(path)

@@ -126,6 +126,8 @@ def read_profile_file(path: Path) -> dict:
         values = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise AbsaError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
+    except RecursionError:                      # '[' * 5000: no profile nests so deep
+        raise AbsaError(f"{path}: YAML nested too deep to be a profile; copy params/smoke.yaml and change it") from None
     if not isinstance(values, dict):
         raise AbsaError(f"{path}: expected a mapping of parameter names to values")
     known = parameter_annotations()                 # empty outside a checkout: nothing to check against
@@ -205,6 +207,8 @@ def with_changes(path: Path, args: list[str]) -> dict:
             params[name] = yaml.safe_load(raw)
         except yaml.YAMLError as err:
             raise AbsaError(f"-p {name} {raw!r}: not a value ({err.problem})") from None
+        except RecursionError:
+            raise AbsaError(f"-p {name}: a value nested too deep to be a parameter") from None
         check_values({name: params[name]}, f"-p {name} {raw}")
         i += 3
     return params

@@ -235,7 +235,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
             wall, ok = time.time() - t0, proc.returncode == 0
             speed = _ex_per_s(path) if ok else None
             if proc.returncode == RunBusy.exit_code:       # another process took the run since the look
-                wait_or_skip(i, cell, path, _last_line(fh.name).removeprefix("absa: error: "), log=fh.name)
+                wait_or_skip(i, cell, path, _refusal(fh.name, path), log=fh.name)
                 continue
             log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
                                         f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"))
@@ -284,6 +284,17 @@ def _stop(running: dict, log, grace: float = 30.0) -> None:
         log(f"[grid] {cell.config.dataset} {cell.label} seed {cell.config.seed}: stopped "
             f"({path.name}); it resumes from its last finished epoch when the grid runs again")
     running.clear()
+
+
+def _refusal(log_path: str, path: Path) -> str:
+    """Why a run's process was refused as busy: the last ``absa: error:`` line of its log (the log
+    also holds earlier processes' output, such as a finished run's JSON), else what the exit status says."""
+    try:
+        lines = Path(log_path).read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    errors = [line.strip().removeprefix("absa: error: ") for line in lines if line.startswith("absa: error: ")]
+    return errors[-1] if errors else f"{path}: another process is training this run"
 
 
 def _last_line(log_path: str) -> str:
