@@ -559,3 +559,17 @@ def test_an_array_naming_its_run_as_a_list_is_refused(node, tmp_path):
     with pytest.raises(AbsaError, match="names its run as \\['x'\\], not a run id"):
         import_bundle(_tar({**files, **arrays}, tmp_path / "b.tar.gz"), reference, allow_tiny=True,
                       log=lambda *_: None)
+
+
+def test_an_import_killed_while_copying_leaves_nothing_the_next_one_keeps(node, tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()                     # a pid that has ended
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    stale = tmp_path / f".reference.import-{dead}"
+    (stale / "runs" / "semeval" / "bert-pair" / "0123456789ab").mkdir(parents=True)
+    import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert not stale.exists() and len(list(reference.glob("runs/*/*/*"))) == 3
