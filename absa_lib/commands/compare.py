@@ -1,0 +1,41 @@
+"""``absa compare A B``: two sets of runs, metric by metric, paired by seed, with a verdict each."""
+
+from __future__ import annotations
+
+import argparse
+
+from absa_lib.commands import parse_overrides, print_json
+
+RULE_HELP = "verdict: the Almost Stochastic Order test over seeds (deepsig), A better when eps(A>B) < 0.2"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two sets of runs metric by metric: per-seed differences and a verdict",
+                       description="Compare the runs under folder A with those under folder B (each one configuration's "
+                       "seeds, after the filters), paired by seed, at the epoch the protocol selects. " + RULE_HELP + ".")
+    p.add_argument("a", help="a folder of runs (a run folder, or any folder above runs)")
+    p.add_argument("b", help="a folder of runs")
+    p.add_argument("--a-filter", action="append", default=[], metavar="FIELD=VALUE",
+                   help="keep A's runs whose config has this value (repeatable), e.g. model=qacg-bert aux='\"none\"'")
+    p.add_argument("--b-filter", action="append", default=[], metavar="FIELD=VALUE", help="the same for B")
+    p.add_argument("--protocol", default="dev_best", help="dev_best (default) | test_best (the official code's) | last")
+    p.add_argument("--metric", action="append", default=[], help="only this metric (repeatable; default: every "
+                   "metric of the dataset's table; each takes a few seconds)")
+    p.add_argument("--json", action="store_true", help="the rows as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from absa_lib.reports.compare import compare, to_text
+    from absa_lib.training.runs import find_runs
+
+    sides = [find_runs(Path(folder), **parse_overrides(filters, option))
+             for folder, filters, option in ((args.a, args.a_filter, "--a-filter"), (args.b, args.b_filter, "--b-filter"))]
+    table = compare(*sides, protocol=args.protocol, metrics=tuple(args.metric) or None)
+    if args.json:
+        print_json(table.to_dict(orient="records"))
+    else:
+        print(to_text(table, *sides, args.protocol))
+    return 0
