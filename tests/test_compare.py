@@ -88,3 +88,11 @@ def test_the_cli_filters_each_side_and_prints_the_rule(capsys):
     assert [r["metric"] for r in rows] == ["aspect_f1"] and rows[0]["verdict"] == "B better"
     assert main(["compare", str(RUNS / "semeval"), str(RUNS / "semeval")]) == 2
     assert "configurations" in capsys.readouterr().err
+
+
+def test_eps_min_is_deepsigs_aso_to_the_last_bit():
+    deepsig = pytest.importorskip("deepsig")
+    rng = np.random.default_rng(1)
+    for n, m, shift in ((3, 3, 0.0), (3, 3, 0.5), (5, 4, 2.0), (10, 10, 0.3)):
+        a, b = rng.normal(0, 1, n) + shift, rng.normal(0, 1, m)
+        assert eps_min(a, b, seed=7) == pytest.approx(float(deepsig.aso(a, b, seed=7, show_progress=False)), abs=1e-12)
