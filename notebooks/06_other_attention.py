@@ -284,5 +284,25 @@ else:   # render, before any run of these systems has been trained: say so inste
 if allow_training:
     notebook.outputs += grid.export_records(runs, notebook.dirs.results, replace=True)   # this profile's output
 
+# %% [markdown]
+# ## 7. The paper's claims, measured
+#
+# Every comparison the paper makes between two rows (its Tables 1-2 orderings, the ablations of
+# `04_ablations`, the joint objective above), on each table's selection metric: the paper's gain,
+# ours seed by seed and on average, and one verdict by one rule, the Almost Stochastic Order test over
+# the seeds both rows share (`absa_lib.evaluation.significance`; `absa compare` gives the same for any
+# two sets of runs). With three seeds a side only large, consistent gaps are detected.
+
 # %%
-notebook.finish(runs)
+from absa_lib.reports import claims
+from absa_lib.training.runs import find_runs
+
+every_run = find_runs(notebook.dirs.runs)            # the runs of 02-06, and any other of this runs folder
+claimed = claims.claims_table(every_run, tuple(datasets))
+notebook.outputs += tables.write_table(claimed, claims.claims_markdown(claimed), notebook.dirs.results, "claims")
+notebook.outputs += plots.save_figure(plots.claims_figure(claimed), notebook.dirs.figures, "claims")
+show_markdown(claims.claims_markdown(claimed))
+compared = {i for ids in [*claimed["runs_a"], *claimed["runs_b"]] for i in ids.split()}
+
+# %%
+notebook.finish(grid.flatten({"06": runs, "claims": [r for r in every_run if r.run_id in compared]}))

@@ -96,3 +96,20 @@ def test_eps_min_is_deepsigs_aso_to_the_last_bit():
     for n, m, shift in ((3, 3, 0.0), (3, 3, 0.5), (5, 4, 2.0), (10, 10, 0.3)):
         a, b = rng.normal(0, 1, n) + shift, rng.normal(0, 1, m)
         assert eps_min(a, b, seed=7) == pytest.approx(float(deepsig.aso(a, b, seed=7, show_progress=False)), abs=1e-12)
+
+
+def test_the_claims_table_gives_each_claim_its_difference_and_verdict():
+    from absa_lib.reports.claims import CLAIMS, claims_markdown, claims_table
+
+    runs = find_runs(RUNS, dataset="semeval")
+    table = claims_table(runs, ("semeval",))
+    row = table[(table["claim"] == "QACG-BERT (no auxiliary sentence) over BERT-pair")
+                & (table["budget"] == "minilm, 25 epochs")].iloc[0]
+    assert round(row["paper_gain"], 2) == 0.46                       # 92.64 - 92.18, the paper's Table 2
+    assert round(row["difference"], 2) == -1.17 and row["verdict"] == "B better"
+    assert row["seeds"] == "42 43 44" and len(row["runs_a"].split()) == len(row["runs_b"].split()) == 3
+    assert set(table["claim"]) <= {c.text for c in CLAIMS}
+    assert "ablation" not in set(table["source"])                    # the ablations run on SentiHood only
+    text = claims_markdown(table)
+    assert "| QACG-BERT (no auxiliary sentence) over BERT-pair | semeval | minilm, 25 epochs | 42 43 44 | +0.46 | -1.17 |" in text
+    assert text.rstrip().splitlines()[-1].startswith("Verdict rule: A better when")

@@ -38,7 +38,8 @@ EXPECTED = {
     "06_other_attention": ["results/other_attention_sentihood.csv", "results/other_attention_sentihood.md",
                            "results/other_attention_semeval.csv", "results/other_attention_semeval.md",
                            "results/analysis/other_attention.json", "figures/other_attention_maps.png",
-                           "figures/other_attention_maps.pdf"],
+                           "figures/other_attention_maps.pdf", "results/claims.csv", "results/claims.md",
+                           "figures/claims.png", "figures/claims.pdf"],
 }
 
 

@@ -355,6 +355,46 @@ def summary_figure(data: pd.DataFrame) -> Figure:
     return fig
 
 
+VERDICT_COLOURS = {"A better": "tab:green", "B better": "tab:red", "no detectable difference": "0.45"}
+
+
+def claims_figure(table: pd.DataFrame) -> Figure:
+    """The paper's claims measured (:func:`absa_lib.reports.claims.claims_table`): per claim and
+    budget our difference A − B in points, each seed a dot and the mean a diamond coloured by the
+    verdict, the paper's gain a black tick; one panel per dataset."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    counts = [int(sum(table["dataset"] == ds)) for ds in datasets] or [1]
+    fig, axes = _new((9.5, 0.26 * sum(counts) + 1.0 * len(counts) + 0.8), nrows=len(counts),
+                     gridspec_kw={"height_ratios": counts})
+    ticks = [-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50]
+    reach = max([abs(float(d)) for d in " ".join(table["differences"]).split()] + list(table["paper_gain"].abs().dropna())
+                + [2.0])
+    for ax, ds in zip((row[0] for row in axes), datasets, strict=False):
+        part = table[table["dataset"] == ds].reset_index(drop=True)
+        y = np.arange(len(part))[::-1]
+        ax.axvline(0, color="0.6", linewidth=0.8)
+        for yi, r in zip(y, part.itertuples(), strict=True):
+            seeds = [float(d) for d in r.differences.split()]
+            ax.scatter(seeds, [yi] * len(seeds), s=10, color="0.55", zorder=2, linewidths=0)
+            ax.scatter([r.difference], [yi], marker="D", s=28, color=VERDICT_COLOURS[r.verdict], zorder=3)
+            if not math.isnan(r.paper_gain):
+                ax.vlines(r.paper_gain, yi - 0.35, yi + 0.35, color="black", linewidth=1.8, zorder=4)
+        ax.set_yticks(y, [f"{r.claim} [{r.budget}]" for r in part.itertuples()], fontsize=7)
+        ax.set_xscale("symlog", linthresh=2)
+        ax.set_xlim(-reach * 1.3, reach * 1.3)
+        ax.set_xticks([t for t in ticks if abs(t) <= reach * 1.3], [f"{t:+d}" if t else "0" for t in ticks
+                                                                    if abs(t) <= reach * 1.3])
+        ax.set_xlabel(f"A − B, points of {METRIC_TITLES.get(part['metric'].iloc[0], '')} (test, dev-selected)", fontsize=8)
+        ax.set_title(DATASET_NAMES.get(ds, ds), fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+    handles = [plt.Line2D([], [], marker="D", linestyle="", color=c, markersize=5) for c in VERDICT_COLOURS.values()]
+    handles += [plt.Line2D([], [], marker="o", linestyle="", color="0.55", markersize=3),
+                plt.Line2D([], [], color="black", linewidth=1.8)]
+    fig.legend(handles, [*VERDICT_COLOURS, "one seed", "the paper's gain"], loc="outside lower center", ncols=5,
+               fontsize=7, frameon=False)
+    return fig
+
+
 def save_run_curve(run) -> Path:
     """A finished run's ``curve.png``: its selection metric on dev and test, and its train loss, per
     epoch (drawn once; ``absa train``, the grid and the notebooks call this after training)."""
