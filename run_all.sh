@@ -58,11 +58,11 @@ if [ -z "$PROFILE" ]; then
 from absa_lib.device import cpu_has_native_bf16
 from absa_lib.harness.runner import cost_summary
 cost = ('1 h 23 min, its 35 runs and the notebooks, on 2 CPU cores with native bf16, as this one has; '
-        'docs/results.md, CPU cost and speed'
-        if cpu_has_native_bf16() else '2 h 10 min measured on 2 CPU cores; docs/results.md, CPU cost and speed')
+        'docs/evidence/costs_and_speed.md'
+        if cpu_has_native_bf16() else '2 h 10 min measured on 2 CPU cores; docs/evidence/costs_and_speed.md')
 print('[run_all] the reference: ' + cost_summary('$ROOT/results/reference/runs') + '. To retrain seed 42 here: '
       f'bash run_all.sh cpu ({cost}), or gpu with CUDA '
-      '(10 of its 12 table runs took 14 min on one H100; docs/results.md, GPU cost)')" >&2
+      '(10 of its 12 table runs took 14 min on one H100; docs/evidence/costs_and_speed.md)')" >&2
   else
     PROFILE=cpu; why="no CUDA GPU was found and results/reference/ has no runs"
   fi
