@@ -26,11 +26,11 @@ PROTOCOLS = ("dev_best", "test_best", "last")
 def _one_configuration(runs: list[Run], side: str) -> dict:
     if not runs:
         raise AbsaError(f"{side}: no finished run to compare")
-    configs = sorted({describe(r.config, seed=False) for r in runs} | set())
-    budgets = {budget_key(r.config) for r in runs}
-    if len(configs) > 1 or len(budgets) > 1:
-        raise AbsaError(f"{side}: runs of {len(configs) * len(budgets)} configurations ({'; '.join(configs[:4])}); "
-                        "give one configuration a side (a folder of its seeds, or filters such as model=qacg-bert)")
+    groups = sorted({(describe(r.config, seed=False), budget_label(r.config), budget_key(r.config)) for r in runs})
+    if len(groups) > 1:
+        names = "; ".join(f"{name}, {budget}" for name, budget, _ in groups[:4])
+        raise AbsaError(f"{side}: runs of {len(groups)} configurations ({names}); give one configuration a side "
+                        "(a folder of its seeds, or filters such as model=qacg-bert)")
     seeds = [r.config["seed"] for r in runs]
     twice = sorted({s for s in seeds if seeds.count(s) > 1})
     if twice:

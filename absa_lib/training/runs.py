@@ -226,8 +226,10 @@ class Launch:
             raise AbsaError(f"ABSA_RESUME_STATE={resume!r}: expected 1 (save the resume state after every "
                             "epoch, the default) or 0 (do not)")
         try:
-            spawned_at = float(environ.get("ABSA_SPAWNED_AT", "")) if environ.get("ABSA_SPAWNED_AT") else None
-        except ValueError:
+            spawned_at = float(environ["ABSA_SPAWNED_AT"])
+        except (KeyError, ValueError):               # not launched by a grid (or a value no grid writes)
+            spawned_at = None
+        if spawned_at is not None and not math.isfinite(spawned_at):
             spawned_at = None
         return cls(cache_only=environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"),
                    keep_resume_state=resume == "1", spawned_at=spawned_at)
