@@ -51,7 +51,7 @@ from absa_lib.data.download import FILES, verified_path
 from absa_lib.device import default_device, resolve_precision
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, read_json
-from absa_lib.harness.grid import RECORD_FILES, export_records
+from absa_lib.harness.grid import export_records
 from absa_lib.harness.profiles import check_grid_keys, profile_path, read_profile_file, with_changes
 from absa_lib.harness.runner import PARTS, profile_cells, select
 from absa_lib.harness.session import resolve_dir, source_runs, sources_text
@@ -59,12 +59,20 @@ from absa_lib.models.backbones import backbone_dir, folder_fingerprint
 from absa_lib.paths import repo_root
 from absa_lib.reports.tables import epochs_text
 from absa_lib.training.config import NEUTRAL_DEFAULTS, resolved, run_path
-from absa_lib.training.runs import device_name, find_runs, load_run, marked_complete, run_seconds
+from absa_lib.training.runs import (
+    KEPT_RECORD_FILES,
+    RECORD_FILES,
+    device_name,
+    find_runs,
+    load_run,
+    marked_complete,
+    run_seconds,
+)
 
 ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
-BUNDLE_RUN_FILE = re.compile(rf"runs/{_NAME}/{_NAME}/[0-9a-f]{{12}}/(config|metrics|env)\.json")
+BUNDLE_RUN_FILE = re.compile(rf"runs/{_NAME}/{_NAME}/[0-9a-f]{{12}}/((config|metrics|env)\.json|predictions\.npz)")
 BUNDLE_ANALYSIS_FILE = re.compile(rf"analysis/{_NAME}\.json")
 BUNDLE_OTHER_FILES = ("status.json",)
 
@@ -550,7 +558,7 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
         if run.name in seeded or not marked_done(run):
             continue
         trained.add(run.name)
-        for name in RECORD_FILES:
+        for name in (n for n in KEPT_RECORD_FILES if (run / n).is_file()):
             files[f"runs/{run.parent.parent.name}/{run.parent.name}/{run.name}/{name}"] = (run / name).read_bytes()
 
     analysis = []
@@ -590,7 +598,7 @@ def read_bundle(bundle: Path) -> dict[str, bytes]:
     refused before anything is unpacked)."""
     try:
         tar = tarfile.open(bundle, mode="r:gz")
-    except (OSError, tarfile.TarError) as err:
+    except (OSError, tarfile.TarError, EOFError) as err:       # EOFError: cut short within its first member
         raise AbsaError(f"{bundle}: not a readable .tar.gz bundle ({one_line(err)}); bring it back again") from None
     files = {}
     with tar:
@@ -602,7 +610,8 @@ def read_bundle(bundle: Path) -> dict[str, bytes]:
                 if not member.isfile() or not (BUNDLE_RUN_FILE.fullmatch(name) or BUNDLE_ANALYSIS_FILE.fullmatch(name)
                                                or name in BUNDLE_OTHER_FILES):
                     raise AbsaError(f"{bundle}: member {name!r} is not a file a bundle holds (runs/DATASET/MODEL/RUN_ID/"
-                                    "{config,metrics,env}.json, analysis/NAME.json, status.json); refusing the bundle")
+                                    "{config,metrics,env}.json or predictions.npz, analysis/NAME.json, status.json); "
+                                    "refusing the bundle")
                 total = sum(len(data) for data in files.values()) + member.size
                 if total > BUNDLE_LIMIT:
                     raise AbsaError(f"{bundle}: unpacks to more than {BUNDLE_LIMIT // 2**20} MiB (at {name}); a "
@@ -681,7 +690,7 @@ def _move_into(reference: Path, runs: list[tuple[Path, Path]], arrays: dict[str,
     shutil.rmtree(staging, ignore_errors=True)
     try:
         for src, rel in runs:
-            for n in RECORD_FILES:
+            for n in (n for n in KEPT_RECORD_FILES if (src / n).is_file()):
                 atomic_write_bytes(staging / rel / n, (src / n).read_bytes())
         for name, data in arrays.items():
             atomic_write_bytes(staging / name, data)
@@ -709,6 +718,7 @@ def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow
         if missing:
             raise AbsaError(f"{bundle}: {rel} lacks {', '.join(missing)}; refusing the bundle")
         run = load_run(run_dir)       # complete, and its configuration hashes to its folder's name
+        run.kept()                    # its kept predictions, if it names any, are the ones it names
         if rel.parts[1:3] != (run.config["dataset"], run.config["model"]):
             raise AbsaError(f"{bundle}: {rel} holds a {run.config['dataset']} {run.config['model']} run; refusing the bundle")
         if run.config["backbone"] == "tiny" and not allow_tiny:
@@ -716,7 +726,8 @@ def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow
                             "nothing); refusing the bundle")
         held = reference / rel
         if held.exists():
-            differ = [n for n in RECORD_FILES if not (held / n).is_file() or (held / n).read_bytes() != (run_dir / n).read_bytes()]
+            differ = [n for n in KEPT_RECORD_FILES if (held / n).is_file() != (run_dir / n).is_file()
+                      or (held / n).is_file() and (held / n).read_bytes() != (run_dir / n).read_bytes()]
             if differ:
                 raise AbsaError(f"{bundle}: {rel} is already in {reference} with another {differ[0]} (the same "
                                 "configuration trained twice gives other numbers); keep one: remove that run "

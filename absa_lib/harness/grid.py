@@ -22,9 +22,8 @@ from absa_lib.reports.plots import save_run_curve
 from absa_lib.training import runs
 from absa_lib.training.config import TrainConfig, resolved, run_path
 from absa_lib.training.loop import train
-from absa_lib.training.runs import Launch, Run, find_runs
+from absa_lib.training.runs import KEPT_RECORD_FILES, Launch, Run, find_runs
 
-RECORD_FILES = ("config.json", "metrics.json", "env.json")   # what results/ keeps of a run (no weights)
 # The notebook parameters that are TrainConfig fields (the training budget): every notebook that
 # trains declares them, and every profile sets them.
 TRAIN_FIELDS = TrainConfig.fields_of("budget")
@@ -171,7 +170,7 @@ def flatten(grid: dict) -> list:
 
 
 def export_records(runs: list, results_dir: Path, replace: bool = False) -> list[Path]:
-    """Copy the records of ``runs`` (config/metrics/env JSON, no weights, no predictions) into
+    """Copy the records of ``runs`` (config/metrics/env JSON and the kept predictions, no weights) into
     ``<results_dir>/runs/<dataset>/<model>/<run_id>/``, the layout ``results/reference/`` uses.
 
     A record already there with other bytes (the same configuration trained again, e.g. a GPU record
@@ -182,7 +181,7 @@ def export_records(runs: list, results_dir: Path, replace: bool = False) -> list
         dest = Path(results_dir) / "runs" / run.config["dataset"] / run.config["model"] / run.run_id
         if dest.resolve() == Path(run.path).resolve():
             continue
-        differ = [n for n in RECORD_FILES if (dest / n).is_file() and (Path(run.path) / n).is_file()
+        differ = [n for n in KEPT_RECORD_FILES if (dest / n).is_file() and (Path(run.path) / n).is_file()
                   and (dest / n).read_bytes() != (Path(run.path) / n).read_bytes()]
         if differ and not replace:
             raise AbsaError(f"{dest}: already holds run {run.run_id} with another {differ[0]} (the same configuration "
@@ -190,7 +189,7 @@ def export_records(runs: list, results_dir: Path, replace: bool = False) -> list
                             "should replace it")
         plan.append((run, dest))
     for run, dest in plan:
-        for name in RECORD_FILES:
+        for name in KEPT_RECORD_FILES:
             src = Path(run.path) / name
             if src.is_file():
                 atomic_write_bytes(dest / name, src.read_bytes())

@@ -32,6 +32,7 @@ from absa_lib.data.inputs import model_sizes
 from absa_lib.device import autocast, compiled, default_device, pad_multiple
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
+from absa_lib.evaluation.kept import Kept, resumed, write_kept
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
 from absa_lib.evaluation.predictions import write_predictions
 from absa_lib.fileio import atomic_write_json
@@ -50,6 +51,7 @@ from absa_lib.training.runs import (
     metrics_record,
     run_record,
     runs_training_beside,
+    select_epochs,
 )
 from absa_lib.training.splits import epoch_batches, prepare_split
 
@@ -108,6 +110,8 @@ class _Session:
     total_steps: int
     state: dict                                          # epoch, step, per-epoch rows, best row
     launch: Launch                                       # resume state kept? launched by a grid when?
+    kept: Kept                                           # dev and test predictions of the selected epochs
+    kept_entry: dict | None = None                       # how metrics.json names the kept file
 
     @cached_property
     def params(self) -> list[torch.nn.Parameter]:
@@ -129,8 +133,8 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
                                none_label=D.none_id(config.dataset),
                                **config.model_overrides).to(device)
     optimizer = build_optimizer(model, config)
-    atomic_write_json(path / "config.json", run_record(config, len(train_ex), len(train_enc), len(splits["dev"][0]),
-                                                       len(splits["test"][0])))
+    record = run_record(config, len(train_ex), len(train_enc), len(splits["dev"][0]), len(splits["test"][0]))
+    atomic_write_json(path / "config.json", record)
     last = path / "checkpoints" / "last"
     state = _resume(last, model, optimizer)
     atomic_write_json(path / "env.json", env_record(path / "env.json", state["epoch"] if state else 0))
@@ -140,9 +144,12 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     step_model = compiled(model, config.compile, step_routing(config.model, config.sampler))   # bert-single: K routed
+    kept = Kept.for_splits(record["run_id"], config.dataset, {s: examples for s, (examples, _) in splits.items()})
+    if state is not None:
+        kept = resumed(path, record["run_id"], state["epoch"], kept)
     return _Session(config, path, model, step_model, optimizer, device, tokenizer.pad_token_id or 0, train_enc, splits,
                     selection_metric(config.dataset), steps_per_epoch * config.epochs,
-                    state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, launch)
+                    state or {"epoch": 0, "step": 0, "epochs": [], "best": {}}, launch, kept)
 
 
 def _resume(last: Path, model, optimizer) -> dict | None:
@@ -200,8 +207,8 @@ def _step_loss(s: _Session, batch: dict) -> torch.Tensor:
 
 
 def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> None:
-    """Dev and test metrics of the epoch; keep the dev-best checkpoint and predictions; save the
-    resume state and the metrics so far."""
+    """Dev and test metrics of the epoch; keep the dev-best checkpoint and predictions, and the
+    predictions of the epochs each protocol selects; save the resume state and the metrics so far."""
     config, state = s.config, s.state
     t0, probs = time.time(), {}
     for split, (examples, enc) in s.splits.items():
@@ -217,10 +224,15 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
         save_checkpoint(s.path / "checkpoints" / "best", s.model, s.path.name, epoch)
         for split, (examples, _) in s.splits.items():
             write_predictions(s.path / f"predictions_{split}.csv", examples, probs[split])
+    selected = select_epochs(state["epochs"], s.sel_metric)
+    s.kept.add(epoch, probs)
+    dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
+    s.kept.keep_only({"dev": {dev_best}, "test": {dev_best, test_best}})
+    s.kept_entry = write_kept(s.path, s.kept)
     state["epoch"] = epoch
     if s.launch.keep_resume_state:
         save_checkpoint(s.path / "checkpoints" / "last", s.model, s.path.name, epoch, s.optimizer, state)
-    atomic_write_json(s.path / "metrics.json", metrics_record(state["epochs"], s.sel_metric, complete=False))
+    atomic_write_json(s.path / "metrics.json", metrics_record(state["epochs"], s.sel_metric, False, s.kept_entry))
     if progress:
         print(f"[absa] epoch {epoch}/{config.epochs} loss {row['train_loss']:.4f} "
               f"dev {s.sel_metric} {row['dev'][s.sel_metric]:.4f} test {row['test'][s.sel_metric]:.4f} "
@@ -260,7 +272,7 @@ def _compiled_graphs(config: TrainConfig) -> str:
 
 def _finish(s: _Session) -> Run:
     """The metrics marked complete (last: a crash before leaves the run resumable)."""
-    metrics = metrics_record(s.state["epochs"], s.sel_metric, complete=True)
+    metrics = metrics_record(s.state["epochs"], s.sel_metric, True, s.kept_entry)
     if (wall := s.launch.seconds_since_spawned()) is not None:   # start-up, epochs, checkpoints after each
         metrics["process_seconds"] = wall
     atomic_write_json(s.path / "metrics.json", metrics)

@@ -11,6 +11,9 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
                            native bf16), OS, git commit and dirty flag, the first epoch this process
                            trained (from_epoch); after a resume, the earlier processes' under earlier
     predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.evaluation.predictions format)
+    predictions.npz        the dev and test probabilities of the dev-best and test-best epochs, compact,
+                           named with its sha256 in metrics.json (absa_lib.evaluation.kept); kept with
+                           the record (runs trained before it existed have none)
     curve.png              the training curve, drawn by the callers (absa_lib.reports.plots.save_run_curve)
     checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
                                  verified before use; not for git
@@ -36,11 +39,14 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from absa_lib._version import __version__
 from absa_lib.checks import is_kind
 from absa_lib.data.inputs import model_sizes
 from absa_lib.device import cpu_has_native_bf16
 from absa_lib.errors import AbsaError, one_line
+from absa_lib.evaluation.kept import KEPT_FILE, Kept, check_entry, read_kept
 from absa_lib.fileio import exclusive_lock, lock_holder, read_json
 from absa_lib.models.model_config import read_saved_config
 from absa_lib.models.pretrained import AbsaPreTrainedModel
@@ -166,6 +172,18 @@ class Run:
             raise AbsaError(f"{self.path}: no '{protocol}' selection recorded; expected one of "
                             f"{sorted(self.metrics.get('selection', {}))}") from None
 
+    def kept(self) -> Kept | None:
+        """The run's kept per-example predictions, checked against its metrics.json; None for a run
+        that kept none (trained before runs kept them)."""
+        entry = self.metrics.get("predictions")
+        return None if entry is None else read_kept(self.path, entry, self.run_id)
+
+    def kept_probs(self, protocol: str = "dev_best", split: str = "test") -> np.ndarray | None:
+        """(N, C) probabilities of ``split`` at the epoch ``protocol`` selects, from the kept
+        predictions; None when the run kept none for that epoch."""
+        kept = self.kept()
+        return None if kept is None else kept.probs(split, self.selected(protocol)["epoch"])
+
     def load_model(self, which: str = "best"):
         """The model saved at the dev-best (``best``) or final (``last``) epoch, after checking that
         the checkpoint is this run's at that epoch, its checksums, and that its own config is this
@@ -249,10 +267,18 @@ def run_record(config: TrainConfig, n_train_examples: int, n_train_inputs: int, 
             "n_dev_examples": n_dev_examples, "n_test_examples": n_test_examples}
 
 
-def metrics_record(epochs: list[dict], sel_metric: str, complete: bool) -> dict:
-    """A run's ``metrics.json``: per-epoch rows plus the three selections (:func:`select_epochs`)."""
-    return {"epochs": epochs, "selection": select_epochs(epochs, sel_metric), "selection_metric": sel_metric,
-            "complete": complete}
+def metrics_record(epochs: list[dict], sel_metric: str, complete: bool, predictions: dict | None = None) -> dict:
+    """A run's ``metrics.json``: per-epoch rows plus the three selections (:func:`select_epochs`),
+    and how it names its kept predictions (:func:`absa_lib.evaluation.kept.write_kept`), if any."""
+    record = {"epochs": epochs, "selection": select_epochs(epochs, sel_metric), "selection_metric": sel_metric,
+              "complete": complete}
+    if predictions is not None:
+        record["predictions"] = predictions
+    return record
+
+
+RECORD_FILES = ("config.json", "metrics.json", "env.json")   # a run's record, what results/ keeps (no weights)
+KEPT_RECORD_FILES = (*RECORD_FILES, KEPT_FILE)                 # with its kept predictions, when it has them
 
 
 RUN_LOCK = ".lock"      # in the run folder: held by the one process training the run
@@ -348,6 +374,8 @@ def _check_metrics(path: Path, metrics: dict, n_epochs: int) -> None:
                 if not is_kind(v, (int, float)) or not (math.isnan(v) or 0 <= v <= 1):
                     raise AbsaError(f"{where}: epoch {i}, {split} {key} is {v!r}, expected a fraction in [0, 1] "
                                     f"(or NaN: undefined); {fix}")
+    if "predictions" in metrics:
+        check_entry(metrics["predictions"], where, n_epochs)
     try:
         again, recorded = select_epochs(epochs, sel_metric), dict(metrics["selection"])
     except (KeyError, TypeError, ValueError) as err:

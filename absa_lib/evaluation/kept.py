@@ -1,0 +1,197 @@
+"""Per-example predictions kept in a run's record: the evidence an item-level test needs (the paired
+bootstrap of :mod:`absa_lib.evaluation.significance`), small enough to commit with the record.
+
+A run keeps the class probabilities of every test example at each epoch a protocol selects
+(``dev_best``, ``test_best``: one epoch when they agree) and of every dev example at the dev-selected
+epoch, in ``predictions.npz`` beside its ``metrics.json`` (numpy's compressed archive, no pickled
+objects)::
+
+    run_id               the run's id: a copy of another run's file is refused
+    dataset, labels      the dataset and its label names, in the columns' order
+    keys_<split>         sha256 of the split's example keys (id, [target,] aspect) in the rows' order:
+                         two runs' rows are paired only when their keys agree
+    gold_<split>         (N,) int8 gold label ids
+    logp_<split>_<epoch> (N, C) float16 natural logs of the probabilities (floored at e^-60)
+
+float16 logs keep three significant digits of every probability, the small ones included (a float16
+probability would round 0.9996 to 0.9995 and tie the AUC's scores); the metrics computed from the
+kept rows are the recorded ones (a test checks it). ``metrics.json`` names the file with its size and
+sha256 and the epochs it keeps per split (``"predictions": {"file", "bytes", "sha256", "epochs": {"dev":
+[...], "test": [...]}}``) and :func:`read_kept` checks them.
+A record without the entry (a run trained before predictions were kept) loads as before, with none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from absa_lib.checks import is_int
+from absa_lib.data.datasets import LABELS
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import atomic_write_bytes
+
+KEPT_FILE = "predictions.npz"
+SPLITS = ("dev", "test")
+LOG_FLOOR = -60.0            # log of the smallest probability kept (e^-60 ~ 1e-26; softmax underflows to 0)
+
+
+def keys_digest(examples) -> str:
+    """sha256 of the examples' keys in order: what a kept row is the prediction for."""
+    text = "\n".join("\t".join(str(part) for part in e.key) for e in examples)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Kept:
+    """One run's kept predictions: the gold labels and keys of each split, and per (split, epoch) the
+    float16 log probabilities (N, C)."""
+
+    run_id: str
+    dataset: str
+    gold: dict[str, np.ndarray]                      # split -> (N,) int8
+    keys: dict[str, str]                             # split -> keys_digest of its examples
+    labels: tuple[str, ...]                          # the columns' labels
+    logp: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)   # (split, epoch) -> (N, C) float16
+
+    @classmethod
+    def for_splits(cls, run_id: str, dataset: str, splits: dict[str, list]) -> Kept:
+        """An empty record for the examples of each split (``{split: examples}``)."""
+        gold = {s: np.array([e.label_id for e in ex], dtype=np.int8) for s, ex in splits.items()}
+        return cls(run_id, dataset, gold, {s: keys_digest(ex) for s, ex in splits.items()}, tuple(LABELS[dataset]))
+
+    @property
+    def epochs(self) -> dict[str, list[int]]:
+        """The epochs kept, per split."""
+        return {split: sorted(e for s, e in self.logp if s == split) for split in SPLITS}
+
+    def add(self, epoch: int, probs: dict[str, np.ndarray]) -> None:
+        """Keep the epoch's class probabilities (``{split: (N, C)}``)."""
+        for split, p in probs.items():
+            p = np.asarray(p, dtype=np.float64)
+            if p.shape != (len(self.gold[split]), len(self.labels)):
+                raise AbsaError(f"kept predictions: {split} probabilities of shape {p.shape}, expected "
+                                f"({len(self.gold[split])}, {len(self.labels)})")
+            with np.errstate(divide="ignore"):
+                self.logp[split, epoch] = np.maximum(np.log(p), LOG_FLOOR).astype(np.float16)
+
+    def keep_only(self, epochs: dict[str, set[int]]) -> None:
+        """Keep only ``epochs[split]`` of each split (those the protocols select so far)."""
+        self.logp = {(s, e): v for (s, e), v in self.logp.items() if e in epochs[s]}
+
+    def probs(self, split: str, epoch: int) -> np.ndarray | None:
+        """(N, C) float64 probabilities of ``split`` at ``epoch``; None when that epoch is not kept."""
+        logp = self.logp.get((split, epoch))
+        return None if logp is None else np.exp(logp.astype(np.float64))
+
+    def to_bytes(self) -> bytes:
+        arrays = {"run_id": np.array(self.run_id), "dataset": np.array(self.dataset),
+                  "labels": np.array(self.labels)}
+        for split in self.gold:
+            arrays[f"keys_{split}"] = np.array(self.keys[split])
+            arrays[f"gold_{split}"] = self.gold[split]
+        for (split, epoch), logp in sorted(self.logp.items()):
+            arrays[f"logp_{split}_{epoch}"] = logp
+        buffer = io.BytesIO()         # np.savez_compressed's format, without its clock: same rows, same bytes
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, array in arrays.items():
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with archive.open(info, "w") as member:
+                    np.lib.format.write_array(member, np.asarray(array), allow_pickle=False)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str, run_id: str) -> Kept:
+        """Read a kept file's bytes; anything but the format above, or another run's file, is one line."""
+        fix = "the file was damaged or edited: restore it, or retrain the run with --force"
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+            raise AbsaError(f"{where}: not a kept-predictions archive ({one_line(err)}); {fix}") from None
+        text = {k: str(arrays[k]) if k in arrays and arrays[k].dtype.kind == "U" and arrays[k].ndim == 0 else None
+                for k in ("run_id", "dataset")}
+        if text["run_id"] != run_id:
+            raise AbsaError(f"{where}: holds the predictions of run {text['run_id']}, not of run {run_id}; {fix}")
+        dataset, labels = text["dataset"], arrays.get("labels")
+        if dataset is None or labels is None or labels.dtype.kind != "U" or labels.ndim != 1 or (
+                dataset in LABELS and list(labels) != list(LABELS[dataset])):
+            raise AbsaError(f"{where}: its dataset ({dataset!r}) and labels are not a dataset's; {fix}")
+        kept = cls(run_id, dataset, {}, {}, tuple(str(x) for x in labels))
+        n_labels = len(labels)
+        for split in SPLITS:
+            gold, keys = arrays.get(f"gold_{split}"), arrays.get(f"keys_{split}")
+            if (gold is None or keys is None or gold.dtype != np.int8 or gold.ndim != 1 or keys.dtype.kind != "U"
+                    or keys.ndim != 0 or (len(gold) and not 0 <= gold.min() <= gold.max() < n_labels)):
+                raise AbsaError(f"{where}: no gold_{split} label ids (int8 in 0..{n_labels - 1}) and keys_{split}; {fix}")
+            kept.gold[split], kept.keys[split] = gold, str(keys)
+        for name, array in arrays.items():
+            if not name.startswith("logp_"):
+                continue
+            split, _, epoch = name[5:].partition("_")
+            if split not in SPLITS or not epoch.isdigit() or array.dtype != np.float16 or array.shape != (
+                    len(kept.gold[split]), n_labels) or not np.isfinite(array).all() or (array > 0).any():
+                raise AbsaError(f"{where}: {name} is not a ({len(kept.gold[split]) if split in SPLITS else 'N'}, "
+                                f"{n_labels}) float16 array of log probabilities; {fix}")
+            kept.logp[split, int(epoch)] = array
+        return kept
+
+
+def write_kept(folder: Path, kept: Kept) -> dict:
+    """Write ``folder/predictions.npz`` atomically; return the entry ``metrics.json`` names it by."""
+    data = kept.to_bytes()
+    atomic_write_bytes(Path(folder) / KEPT_FILE, data)
+    return {"file": KEPT_FILE, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "epochs": kept.epochs}
+
+
+def check_entry(entry, where: Path, n_epochs: int) -> None:
+    """The ``predictions`` entry of a metrics.json as training writes it (its file is read later)."""
+    fix = "the file was edited or damaged: restore it, or retrain with --force"
+    epochs = entry.get("epochs") if isinstance(entry, dict) else None
+    ok = (isinstance(entry, dict) and entry.get("file") == KEPT_FILE and is_int(entry.get("bytes"))
+          and isinstance(entry.get("sha256"), str) and len(entry["sha256"]) == 64
+          and isinstance(epochs, dict) and set(epochs) == set(SPLITS)
+          and all(isinstance(v, list) and all(is_int(e) and 1 <= e <= n_epochs for e in v) for v in epochs.values()))
+    if not ok:
+        raise AbsaError(f"{where}: predictions is {str(entry)[:160]}, expected {{file: {KEPT_FILE}, bytes, sha256, "
+                        f"epochs: {{dev: [...], test: [...]}} (epochs 1..{n_epochs})}}; {fix}")
+
+
+def read_kept(folder: Path, entry: dict, run_id: str) -> Kept:
+    """The kept predictions of the run in ``folder``, checked against ``entry`` (its metrics.json's
+    ``predictions``): the size, the sha256, the run id and the epochs it names."""
+    path = Path(folder) / KEPT_FILE
+    fix = "restore it (it travels with config.json, metrics.json and env.json), or retrain with --force"
+    if not path.is_file() or path.is_symlink():
+        raise AbsaError(f"{path}: missing, but {Path(folder) / 'metrics.json'} says the run kept its predictions "
+                        f"here; {fix}")
+    data = path.read_bytes()
+    if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise AbsaError(f"{path}: its bytes are not those metrics.json names ({len(data)} bytes, sha256 "
+                        f"{hashlib.sha256(data).hexdigest()[:12]}…, expected {entry['bytes']}, "
+                        f"{entry['sha256'][:12]}…): edited or from another run; {fix}")
+    kept = Kept.from_bytes(data, str(path), run_id)
+    if kept.epochs != {split: sorted(entry["epochs"][split]) for split in SPLITS}:
+        raise AbsaError(f"{path}: keeps epochs {kept.epochs}, metrics.json names {entry['epochs']}; {fix}")
+    return kept
+
+
+def resumed(folder: Path, run_id: str, upto: int, fresh: Kept) -> Kept:
+    """On a resume after epoch ``upto``: the kept predictions of epochs up to ``upto`` of the file the
+    interrupted process wrote (if it is this run's, for the same examples), else ``fresh`` (the epochs
+    selected before the interruption then keep none; later ones do)."""
+    path = Path(folder) / KEPT_FILE
+    try:
+        old = Kept.from_bytes(path.read_bytes(), str(path), run_id)
+    except (OSError, AbsaError):
+        return fresh
+    if old.keys != fresh.keys or old.dataset != fresh.dataset:
+        return fresh
+    fresh.logp = {k: v for k, v in old.logp.items() if k[1] <= upto}
+    return fresh
