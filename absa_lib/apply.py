@@ -23,6 +23,7 @@ import numpy as np
 from absa_lib.data import datasets as D
 from absa_lib.data.features import encode_examples
 from absa_lib.errors import AbsaError
+from absa_lib.evaluation.explain import check_explainable, explain_rows
 from absa_lib.evaluation.inference import class_probabilities, predict_probs
 from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
@@ -150,7 +151,8 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
 
 def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
                   truncate: bool = False, model=None, tokenizer=None,
-                  names: list[str] | None = None, locations: list[str] | None = None) -> list[dict]:
+                  names: list[str] | None = None, locations: list[str] | None = None,
+                  explain: bool = False) -> list[dict]:
     """Predict every (target,) aspect of each text with the dev-best model of ``run``: one model load
     and one pass in length-sorted batches for all of them.
 
@@ -165,15 +167,21 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
         locations: SentiHood only: place names to mask as LOCATION1, LOCATION2 first
             (:func:`mask_locations`); the results' ``text`` is the masked text, and each prediction
             names its ``location``.
+        explain: also say why (:mod:`absa_lib.evaluation.explain`): the text's ``words`` (split at
+            white space) and, per prediction, each word's share of the gradient sensitivity of the
+            predicted label's logit (``explanation: {"relevance": [...], "outside": share on the
+            auxiliary sentence and special tokens}``).
 
     Returns:
-        one ``{"text", "truncated", "predictions": [{"target"?, "location"?, "aspect", "label",
-        "probabilities"}]}`` per text, in order.
+        one ``{"text", "truncated", ["words",] "predictions": [{"target"?, "location"?, "aspect", "label",
+        "probabilities", ["explanation"]}]}`` per text, in order.
     """
 
     prefix = _error_prefixes(texts, targets, locations, names)
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
+    if explain:
+        check_explainable(config.model)
     texts, examples, owner, named = _texts_as_examples(config.dataset, texts, targets, locations, prefix)
     tokenizer = tokenizer or load_tokenizer(config.backbone)
     encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
@@ -194,12 +202,19 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     labels = D.LABELS[config.dataset]
     out = [{"text": text.strip(), "truncated": cut, "predictions": []}
            for text, cut in zip(texts, truncated, strict=True)]
-    for ex, i, p in zip(examples, owner, probs, strict=True):
+    if explain:
+        for result in out:
+            result["words"] = result["text"].split()
+        why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(),
+                           [out[i]["words"] for i in owner], tokenizer)
+    for j, (ex, i, p) in enumerate(zip(examples, owner, probs, strict=True)):
         row = {"target": ex.target} if ex.target else {}
         if named[i]:
             row["location"] = named[i][ex.target]
         row.update(aspect=ex.aspect, label=labels[int(p.argmax())],
                    probabilities={lab: float(v) for lab, v in zip(labels, p, strict=True)})
+        if explain:
+            row["explanation"] = why[j]
         out[i]["predictions"].append(row)
     return out
 
@@ -256,18 +271,20 @@ def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefi
 
 def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
                  truncate: bool = False, model=None, tokenizer=None,
-                 locations: list[str] | None = None) -> dict:
+                 locations: list[str] | None = None, explain: bool = False) -> dict:
     """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
 
     Returns:
-        ``{"run", "dataset", "text", "truncated", "predictions": [{"target"?, "location"?, "aspect",
-        "label", "probabilities"}]}`` (``text``: as the model read it, after ``locations`` masking).
+        ``{"run", "dataset", "text", "truncated", ["words",] "predictions": [{"target"?, "location"?, "aspect",
+        "label", "probabilities", ["explanation"]}]}`` (``text``: as the model read it, after ``locations``
+        masking; ``words`` and ``explanation`` with ``explain``).
     """
     run = run if isinstance(run, Run) else load_run(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
-                              locations=locations)
+                              locations=locations, explain=explain)
     return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
-            "truncated": result["truncated"], "predictions": result["predictions"]}
+            "truncated": result["truncated"], **({"words": result["words"]} if explain else {}),
+            "predictions": result["predictions"]}
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")    # a spreadsheet runs a cell starting so as a formula

@@ -1,5 +1,6 @@
 """``absa predict --run DIR "text"``: labels and probabilities for each target × aspect, as JSON;
-``absa predict --run DIR --file reviews.txt [--out predictions.csv]``: one sentence per line, as CSV."""
+``absa predict --run DIR --file reviews.txt [--out predictions.csv]``: one sentence per line, as CSV;
+``--explain`` (JSON; with ``--file`` one object per line) and ``--explain-png FILE``: why, word by word."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="SentiHood only: place names to mask, numbered per sentence in the order given "
                         "(LOCATION1, LOCATION2), whole words, any case, before predicting")
     p.add_argument("--truncate", action="store_true", help="cut over-long text instead of refusing it")
+    p.add_argument("--explain", action="store_true",
+                   help="say why: each word's share of the gradient sensitivity of the predicted label (Figure 3's "
+                        "relevance, summed over a word's WordPiece tokens); prints JSON, with --file too")
+    p.add_argument("--explain-png", metavar="PNG", help="one sentence: draw the explanation (one row per aspect, "
+                   "as Figure 3's panels) to this file; implies --explain")
     p.set_defaults(func=run)
 
 
@@ -45,11 +51,23 @@ def run(args: argparse.Namespace) -> int:
                 if args.text is None and several else "")
         raise AbsaError("give either a sentence or --file PATH (one sentence per line), not both or neither"
                         + hint)
+    explain = args.explain or args.explain_png is not None
+    if args.explain_png is not None and not args.explain_png.lower().endswith((".png", ".pdf", ".svg")):
+        raise AbsaError(f"--explain-png {args.explain_png}: expected a .png (or .pdf, .svg) file name")
+    if args.explain_png is not None and args.file is not None:
+        raise AbsaError("--explain-png draws one sentence; give the sentence, or --explain with --file for JSON")
     if args.file is None:
         if args.out:
             raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
+        png = output_file(args.explain_png) if args.explain_png else None
         result = predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate,
-                              locations=args.locations)
+                              locations=args.locations, explain=explain)
+        if png is not None:
+            from absa_lib.reports.plots import explanation_figure, save_figure
+
+            save_figure(explanation_figure(result), png.parent, png.stem, formats=(png.suffix.lstrip(".") or "png",),
+                        close=True)
+            print(f"[absa] explanation -> {args.explain_png}", file=sys.stderr)
         print_json(result)
         return 0
     out = output_file(args.out) if args.out else None
@@ -58,8 +76,14 @@ def run(args: argparse.Namespace) -> int:
     trained = load_run(args.run)
     results = predict_texts(trained, [text for _, text in sentences], targets=args.targets,
                             truncate=args.truncate, locations=args.locations,
-                            names=[f"{source}: line {line}" for line, _ in sentences])
-    table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
+                            names=[f"{source}: line {line}" for line, _ in sentences], explain=explain)
+    if explain:                                        # lists per word: JSON, one object per line of the file
+        import json
+
+        table = "".join(json.dumps({"line": line, **r}, ensure_ascii=False) + "\n"
+                        for (line, _), r in zip(sentences, results, strict=True))
+    else:
+        table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
     if out:
         atomic_write_bytes(out, table.encode("utf-8"))
         n = sum(len(r["predictions"]) for r in results)

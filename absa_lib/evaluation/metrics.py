@@ -136,23 +136,28 @@ def _macro_auc(y: np.ndarray, score: np.ndarray, position: np.ndarray, size: int
     return float(np.mean(aucs))
 
 
+def _wanted(key: str, keys: tuple[str, ...] | None) -> bool:
+    return keys is None or key in keys
+
+
+def _only(keys: tuple[str, ...] | None, values: dict[str, float]) -> dict[str, float]:
+    """``values`` restricted to ``keys`` (all of them when None), in the table's order."""
+    return values if keys is None else {k: v for k, v in values.items() if k in keys}
+
+
 def _group_detection(gold: np.ndarray, pred: np.ndarray, size: int, none: int) -> tuple[float, ...]:
     """Strict accuracy and macro P, R, F1 of aspect detection over groups of ``size`` (module docstring)."""
     g, p = gold.reshape(-1, size), pred.reshape(-1, size)         # (groups, size)
     strict_acc = int(np.all(g == p, axis=1).sum()) / len(g)
 
-    # Macro P/R over groups with at least one gold aspect; summed in order, as the reference does.
-    p_all = r_all = 0.0
-    count = 0
-    for pred_set, gold_set in zip(p != none, g != none, strict=True):
-        n_gold = int(gold_set.sum())
-        if n_gold == 0:
-            continue
-        inter = int((pred_set & gold_set).sum())
-        if inter > 0:
-            p_all += inter / int(pred_set.sum())
-            r_all += inter / n_gold
-        count += 1
+    # Macro P/R over groups with at least one gold aspect, summed in the reference's order: a sequential
+    # cumulative sum adds left to right as its loop does (np.sum would add pairwise), so the floats agree.
+    pred_set, gold_set = p != none, g != none
+    n_gold, inter = gold_set.sum(axis=1), (pred_set & gold_set).sum(axis=1)
+    counted, hit = n_gold > 0, (n_gold > 0) & (inter > 0)
+    count = int(counted.sum())
+    p_all = float(np.cumsum(inter[hit] / pred_set.sum(axis=1)[hit])[-1]) if hit.any() else 0.0
+    r_all = float(np.cumsum(inter[hit] / n_gold[hit])[-1]) if hit.any() else 0.0
     macro_p, macro_r = _ratio(p_all, count), _ratio(r_all, count)
     if count == 0:
         macro_f1 = NAN
@@ -161,12 +166,13 @@ def _group_detection(gold: np.ndarray, pred: np.ndarray, size: int, none: int) -
     return float(strict_acc), float(macro_p), float(macro_r), float(macro_f1)
 
 
-def sentihood_metrics(gold, probs) -> dict[str, float]:
+def sentihood_metrics(gold, probs, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """Table 1 metrics for SentiHood.
 
     Args:
         gold: (N,) label ids (None=0, Positive=1, Negative=2), N a multiple of 4, canonical order.
         probs: (N, 3) class probabilities in the same order.
+        keys: only these metrics (default: all; a bootstrap that needs no AUC skips their cost).
 
     Returns:
         ``aspect_strict_acc, aspect_macro_p, aspect_macro_r, aspect_macro_f1, aspect_auc,
@@ -177,7 +183,8 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
     strict_acc, macro_p, macro_r, macro_f1 = _group_detection(gold, probs.argmax(axis=1), size, SH_NONE)
 
     position = np.arange(len(gold)) % size                           # aspect position, LOC1/LOC2 pooled
-    aspect_auc = _macro_auc((gold == SH_NONE).astype(int), probs[:, SH_NONE], position, size)
+    aspect_auc = (_macro_auc((gold == SH_NONE).astype(int), probs[:, SH_NONE], position, size)
+                  if _wanted("aspect_auc", keys) else NAN)
 
     has = gold != SH_NONE                                              # sentiment subset
     pos, neg = probs[has, SH_POSITIVE], probs[has, SH_NEGATIVE]
@@ -185,13 +192,13 @@ def sentihood_metrics(gold, probs) -> dict[str, float]:
     p_neg = np.divide(neg, den, out=np.full_like(neg, 0.5), where=den > 0)
     is_neg = (gold[has] == SH_NEGATIVE).astype(int)
     sentiment_acc = _ratio(int(((p_neg > 0.5).astype(int) == is_neg).sum()), int(has.sum()))
-    sentiment_auc = _macro_auc(is_neg, p_neg, position[has], size)
-    return {"aspect_strict_acc": float(strict_acc), "aspect_macro_p": float(macro_p),
-            "aspect_macro_r": float(macro_r), "aspect_macro_f1": float(macro_f1),
-            "aspect_auc": aspect_auc, "sentiment_acc": float(sentiment_acc), "sentiment_auc": sentiment_auc}
+    sentiment_auc = _macro_auc(is_neg, p_neg, position[has], size) if _wanted("sentiment_auc", keys) else NAN
+    return _only(keys, {"aspect_strict_acc": float(strict_acc), "aspect_macro_p": float(macro_p),
+                        "aspect_macro_r": float(macro_r), "aspect_macro_f1": float(macro_f1),
+                        "aspect_auc": aspect_auc, "sentiment_acc": float(sentiment_acc), "sentiment_auc": sentiment_auc})
 
 
-def semeval_metrics(gold, probs) -> dict[str, float]:
+def semeval_metrics(gold, probs, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """Table 2 metrics for SemEval-2014 Task 4 (restaurants).
 
     Args:
@@ -228,12 +235,12 @@ def semeval_metrics(gold, probs) -> dict[str, float]:
     def acc(mask: np.ndarray, remapped: np.ndarray) -> float:
         return _ratio(int((remapped[mask] == gold[mask]).sum()), int(mask.sum()))
 
-    return {"aspect_p": float(p), "aspect_r": float(r), "aspect_f1": float(f),
-            "sentiment_acc_binary": acc(m2, pred2), "sentiment_acc_3class": acc(m3, pred3),
-            "sentiment_acc_4class": acc(m4, pred4)}
+    return _only(keys, {"aspect_p": float(p), "aspect_r": float(r), "aspect_f1": float(f),
+                        "sentiment_acc_binary": acc(m2, pred2), "sentiment_acc_3class": acc(m3, pred3),
+                        "sentiment_acc_4class": acc(m4, pred4)})
 
 
-def own_metrics(dataset: str, gold, probs) -> dict[str, float]:
+def own_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """The metrics of your own data (module docstring): SentiHood's aspect metrics, and the sentiment
     accuracy and macro-F1 over the declared sentiments.
 
@@ -246,27 +253,30 @@ def own_metrics(dataset: str, gold, probs) -> dict[str, float]:
     size, none = group_size(dataset), none_id(dataset)
     strict_acc, macro_p, macro_r, macro_f1 = _group_detection(gold, probs.argmax(axis=1), size, none)
     position = np.arange(len(gold)) % size                         # aspect position, targets pooled
-    aspect_auc = _macro_auc((gold == none).astype(int), probs[:, none], position, size)
+    aspect_auc = (_macro_auc((gold == none).astype(int), probs[:, none], position, size)
+                  if _wanted("aspect_auc", keys) else NAN)
     sentiments = [k for k in range(probs.shape[1]) if k != none]
     has = gold != none
     pred_s = np.array(sentiments)[probs[has][:, sentiments].argmax(axis=1)]    # none renormalised away
     gold_s = gold[has]
-    return {"aspect_strict_acc": strict_acc, "aspect_macro_p": macro_p, "aspect_macro_r": macro_r,
+    return _only(keys, {"aspect_strict_acc": strict_acc, "aspect_macro_p": macro_p, "aspect_macro_r": macro_r,
             "aspect_macro_f1": macro_f1, "aspect_auc": aspect_auc,
             "sentiment_acc": _ratio(int((pred_s == gold_s).sum()), int(has.sum())),
             "sentiment_macro_f1": float(f1_score(gold_s, pred_s, labels=sentiments, average="macro",
-                                                 zero_division=0)) if has.any() else NAN}
+                                                 zero_division=0)) if has.any() else NAN})
 
 
-def compute_metrics(dataset: str, gold, probs) -> dict[str, float]:
-    """All metrics of ``dataset``'s table: :func:`sentihood_metrics` or :func:`semeval_metrics`, or
-    :func:`own_metrics` for your own data."""
+def compute_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = None) -> dict[str, float]:
+    """All metrics of ``dataset``'s table (or only ``keys``): :func:`sentihood_metrics` or
+    :func:`semeval_metrics`, or :func:`own_metrics` for your own data."""
+    if keys is not None and (unknown := [k for k in keys if k not in metric_keys(dataset)]):
+        raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(metric_keys(dataset))}")
     if dataset in OWN:
-        return own_metrics(dataset, gold, probs)
+        return own_metrics(dataset, gold, probs, keys)
     if dataset == "sentihood":
-        return sentihood_metrics(gold, probs)
+        return sentihood_metrics(gold, probs, keys)
     if dataset == "semeval":
-        return semeval_metrics(gold, probs)
+        return semeval_metrics(gold, probs, keys)
     raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
 
 

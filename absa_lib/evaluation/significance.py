@@ -1,4 +1,5 @@
-"""Is a difference real? The Almost Stochastic Order test over seeds, and the one verdict rule.
+"""Is a difference real? The Almost Stochastic Order test over seeds, a paired bootstrap over test
+sentences, and the one verdict rule.
 
 The paper's claims are differences of about one point between models trained with a few seeds.
 The companion decides each with the Almost Stochastic Order (ASO) test of Dror et al. (2019), as
@@ -6,15 +7,22 @@ The companion decides each with the Almost Stochastic Order (ASO) test of Dror e
 the same numbers for the same seed, a test checks it, a thousand times faster): for the scores of A
 and B over seeds, ε_min(A, B) is
 an upper bound on how far A's score distribution violates stochastic dominance over B's (0: A is
-better everywhere; 1: B is). The rule, the same everywhere (``absa compare``, the claims table):
+better everywhere; 1: B is). It sees the variation between seeds (training), not that of the test
+set: when both sides' runs kept their predictions (:mod:`absa_lib.evaluation.kept`),
+:func:`paired_bootstrap` adds a 95% interval of the difference A − B (mean over the seeds) under
+resampling the test set (Berg-Kirkpatrick et al. 2012): whole SentiHood (sentence, target) groups and
+whole SemEval sentences, the units the metrics are computed over, the same draws for A and B.
 
-- **A better** when ε_min(A, B) < :data:`TAU`;
-- **B better** when ε_min(B, A) < :data:`TAU`;
+The rule, the same everywhere (``absa compare``, the claims table):
+
+- **A better** when ε_min(A, B) < :data:`TAU` and, where there is an interval, it lies above 0;
+- **B better** when ε_min(B, A) < :data:`TAU` and, where there is an interval, it lies below 0;
 - **no detectable difference** otherwise.
 
 ``TAU`` = 0.2 is the threshold Ulmer et al. recommend (ε_min < 0.5 is the bare definition of almost
-stochastic dominance; 0.2 keeps the error rate low with few seeds). With three seeds a side the test
-can only see large, consistent gaps: "no detectable difference" is not "no difference".
+stochastic dominance; 0.2 keeps the error rate low with few seeds). A gain must survive both sources
+of variation the evidence covers. With three seeds a side the ASO test can only see large, consistent
+gaps: "no detectable difference" is not "no difference".
 """
 
 from __future__ import annotations
@@ -25,11 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from absa_lib.data.datasets import group_size
 from absa_lib.errors import AbsaError
+from absa_lib.evaluation.metrics import compute_metrics
 
 TAU = 0.2
-RULE = (f"A better when ε_min(A, B) < {TAU}; B better when ε_min(B, A) < {TAU}; otherwise no detectable "
-        "difference (the Almost Stochastic Order test over seeds, Dror et al. 2019, deepsig)")
+RULE = (f"A better when ε_min(A, B) < {TAU}, B better when ε_min(B, A) < {TAU} (the Almost Stochastic Order "
+        "test over seeds, Dror et al. 2019, deepsig), and, where the runs kept their predictions, the paired bootstrap "
+        "95% CI of A − B over test sentences on the same side of 0; otherwise no detectable difference")
 VERDICTS = ("A better", "B better", "no detectable difference")
 
 
@@ -92,10 +103,12 @@ class Verdict:
     verdict: str
 
     @classmethod
-    def of(cls, scores_a, scores_b, seed: int = 0) -> Verdict:
+    def of(cls, scores_a, scores_b, seed: int = 0, ci: tuple[float, float] | None = None) -> Verdict:
+        """The rule applied to the seeds' scores and, when given, the bootstrap interval of A − B."""
         ab, ba = eps_min(scores_a, scores_b, seed), eps_min(scores_b, scores_a, seed)
-        words = VERDICTS[0] if ab < TAU else VERDICTS[1] if ba < TAU else VERDICTS[2]
-        return cls(ab, ba, words)
+        a_better = ab < TAU and (ci is None or ci[0] > 0)
+        b_better = ba < TAU and (ci is None or ci[1] < 0)
+        return cls(ab, ba, VERDICTS[0] if a_better else VERDICTS[1] if b_better else VERDICTS[2])
 
 
 def paired_differences(scores_a: dict, scores_b: dict) -> dict[int, float]:
@@ -107,3 +120,43 @@ def paired_differences(scores_a: dict, scores_b: dict) -> dict[int, float]:
                         f"(A has {sorted(scores_a)}, B has {sorted(scores_b)})")
     return {s: scores_a[s] - scores_b[s] for s in sorted(scores_a)
             if not (math.isnan(scores_a[s]) or math.isnan(scores_b[s]))}
+
+
+SAMPLES = 1000               # bootstrap draws of the test set
+
+
+def paired_bootstrap(dataset: str, gold, probs_a: list, probs_b: list, metrics: tuple[str, ...],
+                     samples: int = SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float]]:
+    """The ``level`` interval (percentile bootstrap) of A − B for each metric, in points: each draw
+    takes the test set's groups (SentiHood: a (sentence, target)'s 4 aspects; SemEval: a sentence's 5)
+    with replacement, scores every seed's predictions of A and of B on it and records the mean over the
+    seeds of A − B.
+
+    Args:
+        gold: (N,) label ids of the test set, in canonical order (whole groups).
+        probs_a, probs_b: each seed's (N, C) class probabilities, paired by position (the same seeds).
+        metrics: the metric keys of :func:`~absa_lib.evaluation.metrics.compute_metrics`.
+
+    A draw where a metric is undefined (an AUC whose resampled aspect has one class) is left out of
+    that metric's interval.
+    """
+    gold = np.asarray(gold)
+    if not probs_a or len(probs_a) != len(probs_b):
+        raise AbsaError(f"paired bootstrap: {len(probs_a)} and {len(probs_b)} runs; pair each seed of A with B's")
+    if any(np.shape(p) != np.shape(probs_a[0]) or len(p) != len(gold) for p in (*probs_a, *probs_b)):
+        raise AbsaError("paired bootstrap: every run's probabilities must cover the same test examples (N, C)")
+    size = group_size(dataset)
+    n_groups = len(gold) // size
+    rng = np.random.default_rng(seed)
+    diffs = np.empty((samples, len(metrics)))
+    for i in range(samples):
+        rows = (rng.integers(0, n_groups, n_groups)[:, None] * size + np.arange(size)).ravel()
+        g = gold[rows]
+        per_seed = [[ma[k] - mb[k] for k in metrics] for ma, mb in
+                    ((compute_metrics(dataset, g, pa[rows], metrics), compute_metrics(dataset, g, pb[rows], metrics))
+                     for pa, pb in zip(probs_a, probs_b, strict=True))]
+        diffs[i] = 100.0 * np.mean(per_seed, axis=0)
+    tail = 100 * (1 - level) / 2
+    with np.errstate(all="ignore"):
+        return {k: (float(np.nanpercentile(diffs[:, j], tail)), float(np.nanpercentile(diffs[:, j], 100 - tail)))
+                for j, k in enumerate(metrics)}

@@ -67,7 +67,7 @@ CLAIMS = (
           _row("qacg-bert", "none", objective="joint"), _row("qacg-bert", "none")),
 )
 COLUMNS = ("source", "claim", "dataset", "budget", "seeds", "metric", "paper_gain", "difference", "differences",
-           "eps_a_over_b", "eps_b_over_a", "verdict", "runs_a", "runs_b")
+           "ci_low", "ci_high", "eps_a_over_b", "eps_b_over_a", "verdict", "runs_a", "runs_b")
 
 
 def _matches(config: dict, fields: dict) -> bool:
@@ -102,6 +102,7 @@ def claims_table(runs: list, datasets: tuple[str, ...] = ("sentihood", "semeval"
                                 "budget": names[budget], "seeds": " ".join(map(str, seeds)), "metric": metric,
                                 "paper_gain": _paper_gain(dataset, claim.paper, metric),
                                 "difference": row["mean_difference"], "differences": row["differences"],
+                                "ci_low": row["ci_low"], "ci_high": row["ci_high"],
                                 "eps_a_over_b": row["eps_a_over_b"], "eps_b_over_a": row["eps_b_over_a"],
                                 "verdict": row["verdict"],
                                 "runs_a": " ".join(r.run_id for r in sorted(a, key=lambda r: r.config["seed"])),
@@ -110,16 +111,20 @@ def claims_table(runs: list, datasets: tuple[str, ...] = ("sentihood", "semeval"
 
 
 def claims_markdown(table: pd.DataFrame) -> str:
-    """The claims as a Markdown table, the rule below it."""
+    """The claims as a Markdown table, the rule below it (a column for the bootstrap interval when a
+    claim has one)."""
+    intervals = bool(table["ci_low"].notna().any())
     lines = ["# The paper's claims, measured", "",
              "Each claim is A over B on the table's selection metric (SentiHood: aspect strict accuracy; SemEval: "
              "aspect F1), test set at the dev-selected epoch, in points: the paper's gain, ours on average and seed by "
              "seed, ε_min both ways and the verdict.", "",
-             "| claim | dataset | budget | seeds | paper | ours | per seed | ε_min(A>B) | ε_min(B>A) | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| claim | dataset | budget | seeds | paper | ours | per seed | " + ("95% CI (test) | " if intervals else "")
+             + "ε_min(A>B) | ε_min(B>A) | verdict |",
+             "|---|---|---|---|---|---|---|" + ("---|" if intervals else "") + "---|---|---|"]
     for r in table.itertuples():
         paper = "–" if math.isnan(r.paper_gain) else f"{r.paper_gain:+.2f}"
+        ci = ("–" if math.isnan(r.ci_low) else f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]") + " | " if intervals else ""
         lines.append(f"| {r.claim} | {r.dataset} | {r.budget} | {r.seeds} | {paper} | {r.difference:+.2f} | {r.differences} "
-                     f"| {r.eps_a_over_b:.2f} | {r.eps_b_over_a:.2f} | {r.verdict} |")
+                     f"| {ci}{r.eps_a_over_b:.2f} | {r.eps_b_over_a:.2f} | {r.verdict} |")
     return "\n".join([*lines, "", f"Verdict rule: {RULE}. With three seeds a side only large, consistent gaps are "
                       "detected: \"no detectable difference\" is not \"no difference\".", ""])

@@ -1,5 +1,7 @@
 """Two sets of runs compared metric by metric (``absa compare``): paired by seed, each metric's
-differences seed by seed, their mean, and the verdict of :mod:`absa_lib.evaluation.significance`.
+differences seed by seed, their mean, where every run kept its predictions the paired bootstrap
+interval of the difference over test sentences, and the verdict of
+:mod:`absa_lib.evaluation.significance`.
 
     table = compare(find_runs("results/reference/runs", dataset="semeval", model="qacg-bert", aux="none",
                               epochs=25),
@@ -13,10 +15,13 @@ not the models'.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 
 from absa_lib.errors import AbsaError
-from absa_lib.evaluation.significance import RULE, Verdict, paired_differences
+from absa_lib.evaluation.significance import RULE, SAMPLES, Verdict, paired_bootstrap, paired_differences
 from absa_lib.reports.tables import budget_key, budget_label, metric_columns
 from absa_lib.training.runs import Run, describe
 
@@ -39,11 +44,30 @@ def _one_configuration(runs: list[Run], side: str) -> dict:
     return runs[0].config
 
 
+def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[list, np.ndarray, str] | None:
+    """Each seed's kept test probabilities at the ``protocol`` epoch, the gold labels and the keys'
+    digest; None when a run kept none (trained before runs kept them)."""
+    by_seed = {r.config["seed"]: r for r in runs}
+    kept = [by_seed[s].kept() for s in seeds]
+    if any(k is None for k in kept):
+        return None
+    probs = [k.probs("test", by_seed[s].selected(protocol)["epoch"]) for k, s in zip(kept, seeds, strict=True)]
+    if any(p is None for p in probs):
+        return None
+    keys = {k.keys["test"] for k in kept}
+    if len(keys) > 1 or any(not np.array_equal(k.gold["test"], kept[0].gold["test"]) for k in kept):
+        raise AbsaError("the runs' kept predictions are for other test examples (their keys differ); a difference is "
+                        "the models' only on the same test examples")
+    return probs, kept[0].gold["test"], keys.pop()
+
+
 def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", seed: int = 0,
-            metrics: tuple[str, ...] | None = None) -> pd.DataFrame:
+            metrics: tuple[str, ...] | None = None, samples: int = SAMPLES) -> pd.DataFrame:
     """One row per metric of the dataset's table (or of ``metrics``): ``metric``, ``n_seeds``, ``a`` and ``b`` (means over
-    the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference``, ``eps_a_over_b``,
-    ``eps_b_over_a`` and ``verdict`` (the rule of :data:`~absa_lib.evaluation.significance.RULE`).
+    the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference``, ``ci_low`` and ``ci_high`` (the
+    paired bootstrap 95% interval of A − B over ``samples`` draws of the test set, points; NaN unless every run kept
+    its predictions), ``eps_a_over_b``, ``eps_b_over_a``, ``verdict`` (the rule of
+    :data:`~absa_lib.evaluation.significance.RULE`) and ``evidence`` (what it saw: seeds, or seeds and test sentences).
     ``runs_a`` and ``runs_b``: the seeds of one configuration each, scored alike (else AbsaError)."""
     if protocol not in PROTOCOLS:
         raise AbsaError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
@@ -61,20 +85,34 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     unknown = [m for m in metrics or () if m not in known]
     if unknown:
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(known)}")
-    for key in metrics or known:
+    keys = tuple(metrics or known)
+    paired_differences({r.config["seed"]: 0 for r in runs_a}, {r.config["seed"]: 0 for r in runs_b})  # unpaired: refused
+    seeds = sorted(r.config["seed"] for r in runs_a)
+    kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
+    intervals = {}
+    if all(kept):
+        if kept[0][2] != kept[1][2]:
+            raise AbsaError("A's and B's kept predictions are for other test examples (their keys differ); a difference "
+                            "is the models' only on the same test examples")
+        intervals = paired_bootstrap(dataset, kept[0][1], kept[0][0], kept[1][0], keys, samples, seed)
+    for key in keys:
         score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
                  for side, runs in (("a", runs_a), ("b", runs_b))}
         diffs = paired_differences(score["a"], score["b"])
         if len(diffs) < 2:
             raise AbsaError(f"{key}: {len(diffs)} seed(s) with the metric on both sides; the test needs two or more")
-        verdict = Verdict.of([score["a"][s] for s in diffs], [score["b"][s] for s in diffs], seed)
+        ci = intervals.get(key)
+        if ci is not None and any(math.isnan(x) for x in ci):
+            ci = None
+        verdict = Verdict.of([score["a"][s] for s in diffs], [score["b"][s] for s in diffs], seed, ci)
         rows.append({"metric": key, "n_seeds": len(diffs),
                      "a": sum(score["a"][s] for s in diffs) / len(diffs),
                      "b": sum(score["b"][s] for s in diffs) / len(diffs),
                      "differences": " ".join(f"{d:+.1f}" for d in diffs.values()),
                      "mean_difference": sum(diffs.values()) / len(diffs),
+                     "ci_low": ci[0] if ci else math.nan, "ci_high": ci[1] if ci else math.nan,
                      "eps_a_over_b": verdict.eps_a_over_b, "eps_b_over_a": verdict.eps_b_over_a,
-                     "verdict": verdict.verdict})
+                     "verdict": verdict.verdict, "evidence": "seeds and test sentences" if ci else "seeds"})
     return pd.DataFrame(rows)
 
 
@@ -84,8 +122,12 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
     lines = [f"A: {name['A']}, {budget_label(runs_a[0].config)}",
              f"B: {name['B']}, {budget_label(runs_b[0].config)}",
              f"test set, {protocol} epoch, %; seeds {' '.join(str(s) for s in sorted(r.config['seed'] for r in runs_a))}",
-             f"{'metric':<22} {'A':>6} {'B':>6} {'A-B':>6}  {'per seed':<18} {'eps(A>B)':>8} {'eps(B>A)':>8}  verdict"]
+             f"{'metric':<22} {'A':>6} {'B':>6} {'A-B':>6}  {'per seed':<18} {'95% CI (test)':<15} {'eps(A>B)':>8} "
+             f"{'eps(B>A)':>8}  verdict"]
     for r in table.itertuples():
-        lines.append(f"{r.metric:<22} {r.a:6.1f} {r.b:6.1f} {r.mean_difference:+6.1f}  {r.differences:<18} "
+        ci = "–" if math.isnan(r.ci_low) else f"[{r.ci_low:+.1f}, {r.ci_high:+.1f}]"
+        lines.append(f"{r.metric:<22} {r.a:6.1f} {r.b:6.1f} {r.mean_difference:+6.1f}  {r.differences:<18} {ci:<15} "
                      f"{r.eps_a_over_b:8.2f} {r.eps_b_over_a:8.2f}  {r.verdict}")
+    if table["ci_low"].isna().all():
+        lines.append("95% CI (test): – (a run kept no per-example predictions: trained before runs kept them)")
     return "\n".join([*lines, f"rule: {RULE}"])

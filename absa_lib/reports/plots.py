@@ -134,6 +134,26 @@ def relevance_heatmap(panels: list[dict]) -> Figure:
     return fig
 
 
+def explanation_figure(result: dict) -> Figure:
+    """Why the model said what it said about one sentence, drawn as Figure 3 draws its panels: one row
+    per (target ×) aspect, labelled with the predicted label, each word's relevance scaled to the row's
+    largest (the share each word has is in ``result``).
+
+    Args:
+        result: :func:`absa_lib.apply.predict_text` with ``explain=True``.
+    """
+    if "words" not in result:
+        raise ValueError("explanation_figure needs predict_text(..., explain=True)")
+    rows = {}
+    for p in result["predictions"]:
+        shares = np.array([np.nan if v is None else v for v in p["explanation"]["relevance"]], dtype=float)
+        top = np.nanmax(shares) if np.isfinite(shares).any() else 0.0
+        name = " · ".join(x for x in (p.get("location") or p.get("target"), p["aspect"]) if x)
+        rows[f"{name} → {p['label']}"] = list(shares / top if top > 0 else shares)
+    return relevance_heatmap([{"title": "word relevance for the predicted label (max = 1 per row)",
+                               "tokens": result["words"], "rows": rows}])
+
+
 # ----------------------------------------------------------------------------------------------
 # Figure 4
 

@@ -1,0 +1,30 @@
+"""``absa export RUN DIR``: a run's dev-selected model as a Hugging Face folder with a model card."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from absa_lib.commands import DATA_DIR_HELP
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="write a run's model as a Hugging Face folder with a model card (README.md)",
+                       description="Write the dev-selected checkpoint of RUN, its tokenizer and a model card "
+                       "(README.md: the model, backbone, data and its terms, budget, test metrics beside the paper's "
+                       "and the trivial floor, intended use and limits, how to load it) to DIR, a new folder; "
+                       "AutoModel.from_pretrained(DIR) then loads it offline (after `import absa_lib.models`), and "
+                       "`huggingface-cli upload` can publish it.")
+    p.add_argument("run", help="a run folder printed by `absa train`")
+    p.add_argument("dir", help="the folder to write (new, or empty)")
+    p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP + " (for the trivial rows of the card)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from absa_lib.reports.model_card import export_run
+    from absa_lib.training.runs import load_run
+
+    folder = export_run(load_run(args.run), args.dir, args.data_dir)
+    print(f"[absa] model, tokenizer and model card -> {folder}", file=sys.stderr)
+    return 0

@@ -1,0 +1,127 @@
+"""A trained run as a Hugging Face model folder that describes itself (``absa export RUN DIR``).
+
+The folder holds the dev-selected checkpoint (``config.json``, ``model.safetensors``), the tokenizer and
+a ``README.md`` model card in the hub's format: YAML metadata (library, tags, datasets, language,
+licence, a ``model-index`` with the test metrics) and the sections of Mitchell et al.'s model cards:
+what the model is (model, preset, backbone and its fingerprint, run id), the data and where its
+terms are, the training budget and machine, the test metrics at the dev-selected epoch beside the
+test-selected ones (labelled), the paper's and the trivial floor, intended use and limits, and how to
+load it. ``from_pretrained`` of the folder works offline, as from the run's checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import yaml
+
+from absa_lib.errors import AbsaError
+from absa_lib.fileio import atomic_write_bytes
+from absa_lib.models import load_tokenizer
+from absa_lib.reports.paper_numbers import DATASET_NAMES, PAPER_TABLES
+from absa_lib.reports.tables import budget_text, matches, metric_columns, trivial_baselines_of
+from absa_lib.training.runs import Run, describe, device_name
+
+CARD = "README.md"
+DATA = {   # where each benchmark comes from and whose terms apply (the files carry no licence of their own)
+    "sentihood": ("SentiHood (Saeidi et al. 2016), as distributed by Sun et al. (2019), "
+                  "https://github.com/HSLCY/ABSA-BERT-pair; no licence is given for the data: the original "
+                  "dataset's terms apply"),
+    "semeval": ("SemEval-2014 Task 4, restaurants (Pontiki et al. 2014), as distributed by Sun et al. (2019), "
+                "https://github.com/HSLCY/ABSA-BERT-pair; the terms are those of the META-SHARE distribution"),
+}
+BACKBONE_NOTE = {
+    "tiny": "The backbone is the tiny random BERT the tests use: this is a test model, and its numbers mean nothing.",
+    "minilm": ("The backbone is all-MiniLM-L6-v2 (6 layers, 22M parameters, trained for sentence embeddings), "
+               "not the paper's BERT-base (12 layers, 110M): expect lower scores than the paper's, and compare "
+               "it with the paper only through the companion's tables, which state the backbone of every row."),
+}
+
+
+def _paper_row(config: dict):
+    dataset = config["dataset"]
+    return next((row for row in PAPER_TABLES.get(dataset, ()) if matches(config, row, dataset)), None)
+
+
+def card_text(run: Run, data_dir=None) -> str:
+    """The model card of ``run`` (Markdown with YAML metadata)."""
+    config, dataset = run.config, run.config["dataset"]
+    dev, test = run.selected("dev_best"), run.selected("test_best")
+    columns = metric_columns(dataset)
+    row = _paper_row(config)
+    trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES else {}
+    name = f"{config['model']}-{dataset}"
+    meta = {"library_name": "transformers", "language": ["en"], "license": "mit",
+            "tags": ["absa", "aspect-based-sentiment-analysis", "targeted-sentiment", config["model"], "absa_lib"],
+            "datasets": [dataset], "pipeline_tag": "text-classification",
+            "model-index": [{"name": name, "results": [{
+                "task": {"type": "text-classification", "name": "Targeted aspect-based sentiment analysis"},
+                "dataset": {"name": DATASET_NAMES.get(dataset, dataset), "type": dataset, "split": "test"},
+                "metrics": [{"type": key, "name": f"{title} (dev-selected epoch)", "value": round(100 * dev["test"][key], 2)}
+                            for key, title, _ in columns if not math.isnan(dev["test"].get(key, math.nan))]}]}]}
+    lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+             f"# {config['model']} on {DATASET_NAMES.get(dataset, dataset)}", "",
+             f"A {describe(config)} model trained with `absa_lib` (the absa-companion package), the reproducible "
+             "companion of "
+             "*Context-Guided BERT for Targeted Aspect-Based Sentiment Analysis* (Wu & Ong, AAAI 2021).", "",
+             "## Model", "",
+             "| | |", "|---|---|",
+             f"| model | `{config['model']}` (preset `{config['preset']}`, input `{config['aux']}`) |",
+             f"| backbone | `{config['backbone']}`, fingerprint `{config.get('backbone_fingerprint')}` |",
+             f"| run | `{run.run_id}` (a hash of the configuration, the data files' checksums and the backbone) |",
+             f"| selected epoch | {dev['epoch']} of {config['epochs']}, by dev {run.metrics['selection_metric']} |", "",
+             "## Data", "",
+             DATA.get(dataset, f"your own dataset `{dataset}` (its scheme and files' checksums are in the run's "
+                      "config.json); its terms are yours to state"), "",
+             "## Training", "",
+             f"{budget_text(config)}; seed {config['seed']}. Trained on "
+             f"{device_name(run.env) or 'an unrecorded machine'}.", "",
+             "## Test metrics (%)", "",
+             "The dev-selected epoch is the honest number; the test-selected one is what the official code reports "
+             "(it selects on the test set) and is shown for comparison only.", "",
+             "| | " + " | ".join(title for _, title, _ in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+
+    def cells(values: dict, scale: float = 100.0) -> str:
+        return " | ".join("–" if math.isnan(v := values.get(k, math.nan)) else f"{scale * v:.{d}f}" for k, _, d in columns)
+
+    lines.append(f"| this model, dev-selected epoch ({dev['epoch']}) | {cells(dev['test'])} |")
+    lines.append(f"| this model, test-selected epoch ({test['epoch']}) | {cells(test['test'])} |")
+    if row is not None:
+        lines.append(f"| the paper: {row.name} (BERT-base) | {cells({k: v[0] for k, v in row.values.items()}, 1.0)} |")
+    for trivial_name, values in trivial.items():
+        lines.append(f"| {trivial_name} | {cells(values)} |")
+    lines += ["", "## Intended use and limits", "",
+              "Research on targeted aspect-based sentiment analysis of English reviews: the sentiment (or absence) "
+              "of each aspect" + (" for each target location" if dataset == "sentihood" else "") + " of a sentence.",
+              "It knows only the aspects and labels it was trained on, in the domain of its data "
+              + ("(London neighbourhoods, from Yahoo! Answers); mask the locations as LOCATION1 / LOCATION2 "
+                 "(`absa predict --locations`) as its training text was" if dataset == "sentihood" else
+                 "(restaurant reviews)" if dataset == "semeval" else "(your own data)") + ".",
+              "It is not a general sentiment model and was not evaluated for fairness or on other domains.", ""]
+    if config["backbone"] in BACKBONE_NOTE:
+        lines += [BACKBONE_NOTE[config["backbone"]], ""]
+    lines += ["## How to load", "", "```python",
+              "import absa_lib.models                  # registers the config and model classes",
+              "from transformers import AutoModel, AutoTokenizer",
+              "", "model = AutoModel.from_pretrained(\"PATH\")          # this folder, or a hub repo id",
+              "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")", "```", "",
+              "To label sentences, train or load the run with absa_lib and use `absa predict --run RUN \"text\"` "
+              "(`--explain` says why, word by word).", ""]
+    return "\n".join(lines)
+
+
+def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
+    """Write the dev-selected model of ``run``, its tokenizer and :func:`card_text` to ``folder`` (which
+    must be empty or absent); return the folder."""
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise AbsaError(f"{folder}: exists and is not an empty folder; give a new folder to export to")
+    model = run.load_model("best")                       # verified: this run's, at its dev-selected epoch
+    card = card_text(run, data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    load_tokenizer(run.config["backbone"]).save_pretrained(folder)
+    atomic_write_bytes(folder / CARD, card.encode("utf-8"))
+    return folder

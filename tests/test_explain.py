@@ -1,0 +1,155 @@
+"""Applying a run: why it said what it said (``--explain``), and its model as a self-describing
+Hugging Face folder (``absa export``), on tiny runs of SentiHood, SemEval and your own data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from absa_lib.apply import predict_text, predict_texts
+from absa_lib.cli import main
+from absa_lib.data import datasets as D
+from absa_lib.data import own_data
+from absa_lib.data.features import collate, encode_examples
+from absa_lib.errors import AbsaError
+from absa_lib.evaluation.analysis import gradient_sensitivity
+from absa_lib.evaluation.explain import check_explainable, word_pieces
+from absa_lib.models import load_tokenizer
+from absa_lib.models.pretrained import AbsaPreTrainedModel
+from absa_lib.reports.model_card import CARD
+from absa_lib.reports.tables import metric_columns
+from absa_lib.training import config as run_config
+from absa_lib.training import loop as training
+
+pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+SENTENCE = "LOCATION1's flats are unaffordable, but LOCATION2 is safe."
+
+
+def small(dataset: str, **kw) -> run_config.TrainConfig:
+    base = dict(dataset=dataset, model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny", seed=7, epochs=1,
+                batch_size=8, max_length=48, max_train_examples=24, max_eval_examples=8, eval_batch_size=16)
+    return run_config.TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    return {"sentihood": training.train(small("sentihood"), runs_dir=folder, progress=False),
+            "semeval": training.train(small("semeval", model="bert-pair", aux="NLI-B"), runs_dir=folder, progress=False)}
+
+
+def test_each_word_gets_the_relevance_of_its_word_pieces(runs):
+    """'unaffordable,' is eleven word pieces and a comma in the tiny vocabulary; its share is theirs."""
+    run = runs["sentihood"]
+    result = predict_text(run, SENTENCE, explain=True)
+    words = SENTENCE.split()
+    assert result["words"] == words
+    tokenizer = load_tokenizer("tiny")
+    pieces = word_pieces("sentihood", words, tokenizer)
+    assert pieces[0] == len(tokenizer.tokenize("location - 1's")) and pieces[3] > 5
+    # by hand: the gradient of the first prediction's label, its sentence tokens summed per word
+    first = result["predictions"][0]
+    example = D.Example("sentihood", "input", "input", SENTENCE, "LOCATION1", "general", "None",
+                        D.context_id("sentihood", "LOCATION1", "general"))
+    (enc,) = encode_examples([example], "NLI-M", tokenizer, 48)
+    model = run.load_model()
+    label = D.LABELS["sentihood"].index(first["label"])
+    g = gradient_sensitivity(model, collate([enc]), label)[0].double().numpy()
+    sentence = g[1:1 + sum(pieces)]
+    ends = np.cumsum(pieces)
+    expected = [sentence[e - n:e].sum() / sentence.sum() for e, n in zip(ends, pieces, strict=True)]
+    assert np.allclose(first["explanation"]["relevance"], expected)
+    assert first["explanation"]["outside"] == pytest.approx(1 - sentence.sum() / g.sum())
+    for p in result["predictions"]:                       # 2 targets x 4 aspects, each a share of the sentence
+        shares = p["explanation"]["relevance"]
+        assert len(shares) == len(words) and min(shares) >= 0 and sum(shares) == pytest.approx(1)
+        assert 0 <= p["explanation"]["outside"] <= 1
+    assert len(result["predictions"]) == 8
+
+
+def test_a_b_variant_explains_the_input_of_its_predicted_label(runs):
+    result = predict_texts(runs["semeval"], ["The tiramisu was delicious; service slow.", "Cheap."], explain=True)
+    assert [r["words"] for r in result] == [["The", "tiramisu", "was", "delicious;", "service", "slow."], ["Cheap."]]
+    for r in result:
+        assert len(r["predictions"]) == 5
+        for p in r["predictions"]:
+            assert len(p["explanation"]["relevance"]) == len(r["words"])
+            assert sum(p["explanation"]["relevance"]) == pytest.approx(1)
+
+
+def test_words_cut_off_by_truncation_have_no_relevance(runs):
+    long = " ".join(["unaffordable"] * 8) + " LOCATION1 end"
+    result = predict_text(runs["sentihood"], long, explain=True, truncate=True)
+    shares = result["predictions"][0]["explanation"]["relevance"]
+    assert result["truncated"] and shares[-1] is None and shares[0] is not None
+    assert sum(s for s in shares if s is not None) == pytest.approx(1)
+
+
+def test_the_cli_prints_json_draws_the_panels_and_refuses_what_it_cannot(runs, tmp_path, capsys):
+    run = runs["semeval"].path
+    png = tmp_path / "why.png"
+    assert main(["predict", "--run", str(run), "Great food.", "--explain-png", str(png)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["words"] == ["Great", "food."] and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    reviews = tmp_path / "reviews.txt"
+    reviews.write_text("Great food.\n\nSlow service.\n")
+    assert main(["predict", "--run", str(run), "--file", str(reviews), "--explain"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["line"] for x in lines] == [1, 3] and lines[1]["words"] == ["Slow", "service."]
+    assert main(["predict", "--run", str(run), "Great food.", "--explain-png", str(tmp_path / "why.txt")]) == 2
+    assert "expected a .png (or .pdf, .svg) file name" in capsys.readouterr().err
+    with pytest.raises(AbsaError, match=r"defined for bert-single, bert-pair, cg-bert, qacg-bert; a at-lstm model"):
+        check_explainable("at-lstm")
+
+
+def test_your_own_data_is_explained_word_by_word(fixtures_dir, tmp_path):
+    saved = [dict(t) for t in (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)]
+    try:
+        name = own_data.register_dataset(shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones"))
+        run = training.train(small(name, max_train_examples=None, max_eval_examples=None), runs_dir=tmp_path / "runs",
+                             progress=False)
+        result = predict_text(run, "The phone battery dies by noon", explain=True)
+        assert result["words"] == ["The", "phone", "battery", "dies", "by", "noon"]
+        assert all(sum(p["explanation"]["relevance"]) == pytest.approx(1) for p in result["predictions"])
+    finally:
+        for table, before in zip((D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS), saved, strict=True):
+            table.clear()
+            table.update(before)
+
+
+def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_path, capsys):
+    run = runs["sentihood"]
+    folder = tmp_path / "export"
+    assert main(["export", str(run.path), str(folder)]) == 0
+    text = (folder / CARD).read_text()
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    assert meta["library_name"] == "transformers" and meta["datasets"] == ["sentihood"]
+    assert "qacg-bert" in meta["tags"] and meta["license"] == "mit"
+    metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+    dev = run.selected("dev_best")["test"]
+    table = [key for key, _, _ in metric_columns("sentihood")]               # the table's columns, defined ones
+    assert metrics == {k: round(100 * dev[k], 2) for k in table if not np.isnan(dev[k])}
+    for needed in ("## Model", run.run_id, run.config["backbone_fingerprint"], "## Data", "Saeidi et al. 2016",
+                   "## Training", "## Test metrics (%)", "dev-selected epoch", "test-selected epoch",
+                   "the paper: QACG-BERT (auxiliary sentences)", "All-None (trivial)", "## Intended use and limits",
+                   "LOCATION1", "tiny random BERT", "## How to load", "from_pretrained"):
+        assert needed in body, needed
+    exported = AbsaPreTrainedModel.from_pretrained(folder).eval()
+    original = run.load_model().eval()
+    ids = torch.tensor([[2, 5, 6, 7, 3]])
+    with torch.no_grad():
+        a = exported(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids),
+                     context_ids=torch.tensor([1])).logits
+        b = original(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids),
+                     context_ids=torch.tensor([1])).logits
+    assert torch.equal(a, b)
+    assert (folder / "tokenizer_config.json").is_file()
+    assert main(["export", str(run.path), str(folder)]) == 2                # not over a folder with files
+    assert "exists and is not an empty folder" in capsys.readouterr().err

@@ -1,0 +1,187 @@
+"""Per-example predictions kept with a run's record, and the paired bootstrap over test sentences that
+they allow: written by training, bound to the run, carried by exports, checked when read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from absa_lib.data.datasets import group_size
+from absa_lib.errors import AbsaError
+from absa_lib.evaluation import kept as K
+from absa_lib.evaluation.metrics import compute_metrics, metric_keys
+from absa_lib.evaluation.significance import Verdict, paired_bootstrap
+from absa_lib.harness.grid import export_records
+from absa_lib.reports.compare import compare, to_text
+from absa_lib.training import config as run_config
+from absa_lib.training import loop as training
+from absa_lib.training.runs import find_runs, load_run
+
+pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+
+def small(**kw) -> run_config.TrainConfig:
+    base = dict(dataset="semeval", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny", seed=7,
+                epochs=3, batch_size=8, max_length=48, max_train_examples=40, max_eval_examples=40, eval_batch_size=32)
+    return run_config.TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two tiny SemEval configurations, two seeds each (the second: BERT-pair)."""
+    folder = tmp_path_factory.mktemp("runs")
+    return {(model, seed): training.train(small(model=model, seed=seed), runs_dir=folder, progress=False)
+            for model in ("qacg-bert", "bert-pair") for seed in (7, 8)}
+
+
+def test_a_run_keeps_the_test_set_of_both_selected_epochs_and_the_dev_set_of_the_dev_selected(runs):
+    run = runs["qacg-bert", 7]
+    entry, kept = run.metrics["predictions"], run.kept()
+    dev_best, test_best = run.selected("dev_best")["epoch"], run.selected("test_best")["epoch"]
+    assert entry["epochs"] == {"dev": [dev_best], "test": sorted({dev_best, test_best})}
+    assert entry["bytes"] == (run.path / "predictions.npz").stat().st_size
+    assert kept.run_id == run.run_id and kept.labels == ("positive", "neutral", "negative", "conflict", "none")
+    for protocol in ("dev_best", "test_best"):
+        chosen = run.selected(protocol)
+        probs = run.kept_probs(protocol)
+        assert probs.shape == (40, 5) and np.allclose(probs.sum(axis=1), 1, atol=2e-3)
+        assert compute_metrics("semeval", kept.gold["test"], probs) == chosen["test"]   # the recorded metrics
+    assert compute_metrics("semeval", kept.gold["dev"], kept.probs("dev", dev_best)) == run.selected()["dev"]
+    assert kept.to_bytes() == (run.path / "predictions.npz").read_bytes()             # the same rows, the same bytes
+
+
+def test_float16_logs_keep_confident_probabilities_apart():
+    """0.9995 and 0.9996 are one float16; their logs are not (an AUC over P(None) would tie them)."""
+    kept = K.Kept("r", "semeval", {"dev": np.zeros(2, np.int8), "test": np.zeros(2, np.int8)},
+                  {"dev": "", "test": ""}, ("positive", "neutral", "negative", "conflict", "none"))
+    p = np.array([[0.9995, 1e-4, 1e-4, 1e-4, 2e-4], [0.9996, 1e-4, 1e-4, 1e-4, 1e-4]])
+    kept.add(1, {"dev": p, "test": p})
+    back = K.Kept.from_bytes(kept.to_bytes(), "x", "r").probs("test", 1)
+    assert back[0, 0] < back[1, 0] and np.allclose(back, p, rtol=np.abs(np.log(p)) * 2.0 ** -11, atol=0)
+    assert np.float16(0.9995) == np.float16(0.9996)
+
+
+def test_a_record_of_another_run_an_edited_file_or_a_missing_one_is_refused(runs, tmp_path):
+    source = runs["qacg-bert", 7].path
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    data = bytearray((copy / "predictions.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / "predictions.npz").write_bytes(bytes(data))
+    with pytest.raises(AbsaError, match=r"predictions.npz: its bytes are not those metrics.json names"):
+        load_run(copy).kept()
+
+    other = runs["qacg-bert", 8].path / "predictions.npz"          # another run's file, its entry copied too
+    shutil.copyfile(other, copy / "predictions.npz")
+    metrics = json.loads((copy / "metrics.json").read_text())
+    metrics["predictions"] = json.loads((other.parent / "metrics.json").read_text())["predictions"]
+    (copy / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(AbsaError, match=rf"holds the predictions of run {other.parent.name}, not of run {copy.name}"):
+        load_run(copy).kept()
+
+    (copy / "predictions.npz").unlink()
+    with pytest.raises(AbsaError, match="predictions.npz: missing, but .*metrics.json says the run kept"):
+        load_run(copy).kept()
+
+    metrics["predictions"] = {"file": "predictions.npz", "bytes": 10, "sha256": "0" * 64, "epochs": {"dev": [9]}}
+    (copy / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(AbsaError, match=r"metrics.json: predictions is .*expected \{file: predictions.npz"):
+        load_run(copy)
+
+
+def test_not_an_archive_and_bad_arrays_are_one_line():
+    with pytest.raises(AbsaError, match="x: not a kept-predictions archive"):
+        K.Kept.from_bytes(b"not a zip", "x", "r")
+    kept = K.Kept("r", "semeval", {"dev": np.zeros(5, np.int8), "test": np.full(5, 9, np.int8)},
+                  {"dev": "", "test": ""}, ("positive", "neutral", "negative", "conflict", "none"))
+    with pytest.raises(AbsaError, match=r"x: no gold_test label ids \(int8 in 0..4\)"):
+        K.Kept.from_bytes(kept.to_bytes(), "x", "r")
+
+
+def test_records_written_before_runs_kept_predictions_still_load_without_them():
+    from pathlib import Path
+
+    reference = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
+    run = find_runs(reference, dataset="semeval", model="bert-pair", epochs=1, seed=42)[0]
+    assert "predictions" not in run.metrics and run.kept() is None and run.kept_probs() is None
+
+
+def test_an_export_carries_the_kept_predictions(runs, tmp_path):
+    run = runs["bert-pair", 8]
+    written = export_records([run], tmp_path)
+    assert tmp_path / "runs" / "semeval" / "bert-pair" / run.run_id / "predictions.npz" in written
+    copy = load_run(tmp_path / "runs" / "semeval" / "bert-pair" / run.run_id)
+    assert np.array_equal(copy.kept_probs(), run.kept_probs())
+
+
+def test_a_resumed_run_keeps_the_predictions_of_the_epochs_before_the_interruption(tmp_path):
+    path = tmp_path / "run"
+    kept = K.Kept.for_splits("r1", "semeval", {"dev": [], "test": []})
+    kept.logp = {("test", 1): np.zeros((0, 5), np.float16), ("test", 3): np.zeros((0, 5), np.float16),
+                 ("dev", 1): np.zeros((0, 5), np.float16)}
+    path.mkdir()
+    K.write_kept(path, kept)
+    fresh = K.Kept.for_splits("r1", "semeval", {"dev": [], "test": []})
+    assert K.resumed(path, "r1", 2, fresh).epochs == {"dev": [1], "test": [1]}   # epoch 3 was not finished
+    assert K.resumed(path, "another", 2, K.Kept.for_splits("another", "semeval", {"dev": [], "test": []})).epochs == {
+        "dev": [], "test": []}
+
+
+# ----------------------------------------------------------------------------------------------
+# the paired bootstrap over test sentences
+
+
+def _predictions(gold: np.ndarray, right: float, rng, n_labels: int) -> np.ndarray:
+    """Probabilities whose argmax is the gold label on about ``right`` of the examples."""
+    wrong = (gold + rng.integers(1, n_labels, len(gold))) % n_labels
+    label = np.where(rng.random(len(gold)) < right, gold, wrong)
+    p = np.full((len(gold), n_labels), 0.1 / (n_labels - 1))
+    p[np.arange(len(gold)), label] = 0.9
+    return p
+
+
+@pytest.mark.parametrize(("right_a", "right_b", "inside"), [(0.9, 0.6, "above"), (0.75, 0.75, "around"),
+                                                            (0.6, 0.9, "below")])
+def test_the_interval_on_predictions_whose_answer_is_known(right_a, right_b, inside):
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 5, 5 * 300)
+    a = [_predictions(gold, right_a, rng, 5) for _ in range(3)]
+    b = [_predictions(gold, right_b, rng, 5) for _ in range(3)]
+    low, high = paired_bootstrap("semeval", gold, a, b, ("sentiment_acc_4class",), samples=300)["sentiment_acc_4class"]
+    assert low < high
+    assert {"above": low > 0, "around": low < 0 < high, "below": high < 0}[inside]
+
+
+def test_the_same_predictions_differ_by_exactly_nothing_and_sentihood_resamples_sentence_target_groups():
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 3, group_size("sentihood") * 100)
+    p = [_predictions(gold, 0.8, rng, 3) for _ in range(2)]
+    intervals = paired_bootstrap("sentihood", gold, p, p, ("aspect_strict_acc", "sentiment_acc"), samples=50)
+    assert intervals == {"aspect_strict_acc": (0.0, 0.0), "sentiment_acc": (0.0, 0.0)}
+    with pytest.raises(AbsaError, match="pair each seed of A with B's"):
+        paired_bootstrap("sentihood", gold, p, p[:1], ("sentiment_acc",))
+    with pytest.raises(AbsaError, match="is not one of sentihood's"):
+        paired_bootstrap("sentihood", gold, p, p, ("aspect_f1",), samples=5)
+
+
+def test_the_verdict_needs_the_interval_to_agree_with_the_seeds():
+    a, b = [80.1, 79.5, 80.4], [75.2, 75.0, 75.9]              # ASO alone: A better
+    assert Verdict.of(a, b).verdict == "A better"
+    assert Verdict.of(a, b, ci=(0.5, 9.0)).verdict == "A better"
+    assert Verdict.of(a, b, ci=(-0.5, 9.0)).verdict == "no detectable difference"
+    assert Verdict.of(b, a, ci=(-9.0, -0.5)).verdict == "B better"
+
+
+def test_compare_adds_the_interval_where_every_run_kept_its_predictions(runs):
+    a = [runs["qacg-bert", s] for s in (7, 8)]
+    b = [runs["bert-pair", s] for s in (7, 8)]
+    table = compare(a, b, metrics=("aspect_f1", "sentiment_acc_4class"), samples=200).set_index("metric")
+    for metric in ("aspect_f1", "sentiment_acc_4class"):
+        row = table.loc[metric]
+        assert row["evidence"] == "seeds and test sentences"
+        assert row["ci_low"] <= row["ci_high"]
+    assert "95% CI (test)" in to_text(table.reset_index(), a, b, "dev_best")
+    assert set(metric_keys("semeval")) >= set(table.index)
