@@ -185,3 +185,25 @@ def test_compare_adds_the_interval_where_every_run_kept_its_predictions(runs):
         assert row["ci_low"] <= row["ci_high"]
     assert "95% CI (test)" in to_text(table.reset_index(), a, b, "dev_best")
     assert set(metric_keys("semeval")) >= set(table.index)
+
+
+def test_the_documented_interval_is_what_the_committed_check_runs_give():
+    """docs/evidence/per_example_predictions.md's table: `absa compare` on the six retrained one-epoch
+    SemEval runs that kept their predictions, every interval and verdict as the page prints it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    check = root / "results" / "reference" / "checks" / "kept_predictions_semeval_1ep"
+    runs = find_runs(check)
+    table = compare([r for r in runs if r.config["model"] == "qacg-bert"],
+                    [r for r in runs if r.config["model"] == "bert-pair"])
+    page = (root / "docs" / "evidence" / "per_example_predictions.md").read_text()
+    for row in table.itertuples():
+        cells = (f"{row.mean_difference:+.1f}", f"[{row.ci_low:+.1f}, {row.ci_high:+.1f}]", f"{row.eps_a_over_b:.2f}",
+                 f"{row.eps_b_over_a:.2f}", row.verdict)
+        line = " | ".join(c.replace("-", "−") for c in cells[:2]) + " | " + " | ".join(cells[2:])
+        assert line in page.replace(f" | {row.differences.replace('-', '−')} | ", " | "), (row.metric, line)
+    for run in runs:                                  # the kept rows give the recorded metrics, exactly
+        kept, chosen = run.kept(), run.selected()
+        for split in ("dev", "test"):
+            assert compute_metrics("semeval", kept.gold[split], kept.probs(split, chosen["epoch"])) == chosen[split]
