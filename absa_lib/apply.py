@@ -24,7 +24,7 @@ from absa_lib.data import datasets as D
 from absa_lib.data.features import encode_examples
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.explain import check_explainable, explain_rows
-from absa_lib.evaluation.inference import class_probabilities, predict_probs
+from absa_lib.evaluation.inference import class_probabilities, for_inference, predict_probs
 from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
 from absa_lib.models import load_tokenizer
@@ -152,7 +152,7 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
 def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
                   truncate: bool = False, model=None, tokenizer=None,
                   names: list[str] | None = None, locations: list[str] | None = None,
-                  explain: bool = False) -> list[dict]:
+                  explain: bool = False, inference: str = "fp32") -> list[dict]:
     """Predict every (target,) aspect of each text with the dev-best model of ``run``: one model load
     and one pass in length-sorted batches for all of them.
 
@@ -171,6 +171,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
             white space) and, per prediction, each word's share of the gradient sensitivity of the
             predicted label's logit (``explanation: {"relevance": [...], "outside": share on the
             auxiliary sentence and special tokens}``).
+        inference: ``fp32`` (default: the run's own numbers), ``bf16`` or ``int8``
+            (:func:`~absa_lib.evaluation.inference.for_inference`: faster, some answers change).
 
     Returns:
         one ``{"text", "truncated", ["words",] "predictions": [{"target"?, "location"?, "aspect", "label",
@@ -194,8 +196,9 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
                         f"{config.max_length} tokens (with the auxiliary sentence); shorten it or pass "
                         "--truncate")
     model = model or run.load_model("best")
+    runner, precision = for_inference(model, inference)
     probs = class_probabilities(config.dataset, config.aux,            # (N examples, C labels)
-                                predict_probs(model, encoded, pad_id=tokenizer.pad_token_id or 0))
+                                predict_probs(runner, encoded, pad_id=tokenizer.pad_token_id or 0, precision=precision))
     if not np.isfinite(probs).all():       # damaged weights (NaN/inf): never labels and null probabilities
         raise AbsaError(f"{run.path}: the model gives non-finite probabilities (NaN or inf): its weights are "
                         "damaged; retrain with `absa train ... --force`")
@@ -271,7 +274,7 @@ def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefi
 
 def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
                  truncate: bool = False, model=None, tokenizer=None,
-                 locations: list[str] | None = None, explain: bool = False) -> dict:
+                 locations: list[str] | None = None, explain: bool = False, inference: str = "fp32") -> dict:
     """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
 
     Returns:
@@ -281,7 +284,7 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
     """
     run = run if isinstance(run, Run) else load_run(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
-                              locations=locations, explain=explain)
+                              locations=locations, explain=explain, inference=inference)
     return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
             "truncated": result["truncated"], **({"words": result["words"]} if explain else {}),
             "predictions": result["predictions"]}

@@ -61,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile", default="none", choices=("none", "default", "reduce-overhead"),
                    help="the fast setting's training step through torch.compile (as absa train --compile)")
     p.add_argument("--no-inference", action="store_true", help="time training only")
+    p.add_argument("--inference", choices=("bf16", "int8"), default=None,
+                   help="time inference only: fp32 on random and on length-sorted batches (absa predict's way) "
+                        "beside this mode on the same length-sorted batches (absa predict --inference)")
     p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -154,11 +157,14 @@ def run(args: argparse.Namespace) -> int:
     # two settings side by side: the baseline (fp32, random batches, eager) and the one asked for
     fast = (resolve_precision(args.precision, device), args.group_by_length, args.compile)
     settings = {"fp32 random": ("fp32", False, "none")}
-    label = f"{fast[0]} {'grouped' if fast[1] else 'random'}" + ("" if fast[2] == "none" else f" {fast[2]}")
-    settings.setdefault(label, fast)
+    if args.inference:                               # inference only: fp32 sorted beside the mode, sorted
+        settings.update({"fp32 grouped": ("fp32", True, "none"), f"{args.inference} grouped": (args.inference, True, "none")})
+    else:
+        label = f"{fast[0]} {'grouped' if fast[1] else 'random'}" + ("" if fast[2] == "none" else f" {fast[2]}")
+        settings.setdefault(label, fast)
     data = _setting_batches(args, tokenizer, settings, device)
     models = _warmed_up_models(args, settings, data, device)
-    phases = ("train",) if args.no_inference else ("train", "infer")
+    phases = ("infer",) if args.inference else ("train",) if args.no_inference else ("train", "infer")
     times = _timed_rounds(args, models, settings, data, phases, device)
     timed = data["fp32 random"][1]
     n_ex = sum(len(b["labels"]) for b in timed)
@@ -222,6 +228,7 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
     untimed warm-up batches of every setting."""
     from absa_lib.data.inputs import model_sizes
     from absa_lib.device import compiled
+    from absa_lib.evaluation.inference import for_inference
     from absa_lib.models.bert_single import step_routing
     from absa_lib.models.registry import build_for_training
     from absa_lib.training.optim import build_optimizer
@@ -233,11 +240,13 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
         opt = build_optimizer(model, _train_config(args, name))          # training's parameter groups
         routing = step_routing(name, args.sampler)
         steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}
+        runners = {label: for_inference(model, precision) for label, (precision, _, _) in settings.items()}
         for label, (precision, _, _) in settings.items():
             for batch in data[label][0]:
-                _train_step(model, opt, batch, device, precision, steps[label])
-                _infer(model, batch, device, precision)
-        models[name] = (model, opt, steps)
+                if not args.inference:
+                    _train_step(model, opt, batch, device, precision, steps[label])
+                _infer(runners[label][0], batch, device, runners[label][1])
+        models[name] = (model, opt, steps, runners)
     return models
 
 
@@ -249,11 +258,13 @@ def _timed_rounds(args, models: dict, settings: dict, data: dict, phases: tuple[
     for r in range(args.repeats):
         for b in range(args.steps):
             for name, label in keys:
-                (model, opt, steps), precision, batch = models[name], settings[label][0], data[label][1][b]
-                times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision,
-                                                                    steps[label]))
+                (model, opt, steps, runners), precision, batch = models[name], settings[label][0], data[label][1][b]
+                if "train" in phases:
+                    times[(name, label)]["train"][r].append(_train_step(model, opt, batch, device, precision,
+                                                                        steps[label]))
                 if "infer" in phases:
-                    times[(name, label)]["infer"][r].append(_infer(model, batch, device, precision))
+                    runner, run_precision = runners[label]
+                    times[(name, label)]["infer"][r].append(_infer(runner, batch, device, run_precision))
     return times
 
 
@@ -267,6 +278,8 @@ def _result_rows(args, times: dict, phases: tuple[str, ...], ref: str, n_ex: int
             speed = row[ph]["examples_per_s"]
             row[ph]["vs_" + ref] = speed / rows[(ref, label)][ph]["examples_per_s"]
             row[ph]["vs_fp32_random"] = speed / rows[(name, "fp32 random")][ph]["examples_per_s"]
+            if (name, "fp32 grouped") in rows:               # --inference: the fp32 way absa predict batches
+                row[ph]["vs_fp32_grouped"] = speed / rows[(name, "fp32 grouped")][ph]["examples_per_s"]
     return list(rows.values())
 
 
@@ -275,6 +288,7 @@ def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: st
     head = f"{'model':<12} {'preset':<8} {'setting':<28}"
     for ph in phases:
         head += f" {ph + ' ex/s':>11} {ph + ' tok/s':>12} {'vs ' + ref:>13} {'vs fp32 rnd':>11}"
+        head += f" {'vs fp32 grp':>11}" if "vs_fp32_grouped" in rows[0][ph] else ""
     print(head)
     for row in rows:
         line = f"{row['model']:<12} {row['preset'] or '-':<8} {row['setting']:<28}"
@@ -282,4 +296,5 @@ def _print_table(setup: dict, rows: list[dict], phases: tuple[str, ...], ref: st
             r = row[ph]
             line += (f" {r['examples_per_s']:>11.1f} {r['tokens_per_s']:>12.0f} {r['vs_' + ref]:>12.2f}x"
                      f" {r['vs_fp32_random']:>10.2f}x")
+            line += f" {r['vs_fp32_grouped']:>10.2f}x" if "vs_fp32_grouped" in r else ""
         print(line)

@@ -30,6 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="SentiHood only: place names to mask, numbered per sentence in the order given "
                         "(LOCATION1, LOCATION2), whole words, any case, before predicting")
     p.add_argument("--truncate", action="store_true", help="cut over-long text instead of refusing it")
+    p.add_argument("--inference", default="fp32", choices=("fp32", "bf16", "int8"),
+                   help="fp32 (default: the run's own numbers); bf16 (where the CPU or GPU has it natively) or int8 "
+                        "linear layers (a CPU): faster, and some labels change; the measured price is in "
+                        "docs/evidence/costs_and_speed.md")
     p.add_argument("--explain", action="store_true",
                    help="say why: each word's share of the gradient sensitivity of the predicted label (Figure 3's "
                         "relevance, summed over a word's WordPiece tokens); prints JSON, with --file too")
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
         png = output_file(args.explain_png) if args.explain_png else None
         result = predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate,
-                              locations=args.locations, explain=explain)
+                              locations=args.locations, explain=explain, inference=args.inference)
         if png is not None:
             from absa_lib.reports.plots import explanation_figure, save_figure
 
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     trained = load_run(args.run)
     results = predict_texts(trained, [text for _, text in sentences], targets=args.targets,
                             truncate=args.truncate, locations=args.locations,
-                            names=[f"{source}: line {line}" for line, _ in sentences], explain=explain)
+                            names=[f"{source}: line {line}" for line, _ in sentences], explain=explain,
+                            inference=args.inference)
     if explain:                                        # lists per word: JSON, one object per line of the file
         import json
 
