@@ -23,7 +23,7 @@ import numpy as np
 from absa_lib.data import datasets as D
 from absa_lib.data.features import encode_examples
 from absa_lib.errors import AbsaError
-from absa_lib.evaluation.explain import check_explainable, explain_rows
+from absa_lib.evaluation.explain import attention_words, check_explainable, explain_rows, word_pieces
 from absa_lib.evaluation.inference import class_probabilities, for_inference, predict_probs
 from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
@@ -152,7 +152,8 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
 def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
                   truncate: bool = False, model=None, tokenizer=None,
                   names: list[str] | None = None, locations: list[str] | None = None,
-                  explain: bool = False, inference: str = "fp32") -> list[dict]:
+                  explain: bool = False, inference: str = "fp32",
+                  explain_head: tuple[int, int] | None = None) -> list[dict]:
     """Predict every (target,) aspect of each text with the dev-best model of ``run``: one model load
     and one pass in length-sorted batches for all of them.
 
@@ -171,6 +172,9 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
             white space) and, per prediction, each word's share of the gradient sensitivity of the
             predicted label's logit (``explanation: {"relevance": [...], "outside": share on the
             auxiliary sentence and special tokens}``).
+        explain_head: with ``explain``, QACG-BERT only: ``(layer, head)`` whose attention each
+            explanation also shows as Figure 5 does (``explanation["attention"]``: per word, the column
+            sums of Â, A_self and λ_A ⊙ A_quasi; :func:`~absa_lib.evaluation.explain.attention_words`).
         inference: ``fp32`` (default: the run's own numbers), ``bf16`` or ``int8``
             (:func:`~absa_lib.evaluation.inference.for_inference`: faster, some answers change).
 
@@ -182,6 +186,8 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     prefix = _error_prefixes(texts, targets, locations, names)
     run = run if isinstance(run, Run) else load_run(run)
     config = config_from_record(run.config, run.path / "config.json")
+    if explain_head is not None and not explain:
+        raise AbsaError("explain_head shows an explanation's attention: pass explain=True too (--explain)")
     if explain:
         check_explainable(config.model)
     texts, examples, owner, named = _texts_as_examples(config.dataset, texts, targets, locations, prefix)
@@ -208,8 +214,13 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     if explain:
         for result in out:
             result["words"] = result["text"].split()
-        why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(),
-                           [out[i]["words"] for i in owner], tokenizer)
+        words = [out[i]["words"] for i in owner]
+        why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(), words, tokenizer)
+        if explain_head is not None:
+            pieces = [word_pieces(config.dataset, w, tokenizer) for w in words]
+            for row, seen in zip(why, attention_words(model, config.aux, encoded, words, pieces, *explain_head,
+                                                      tokenizer.pad_token_id or 0), strict=True):
+                row["attention"] = seen
     for j, (ex, i, p) in enumerate(zip(examples, owner, probs, strict=True)):
         row = {"target": ex.target} if ex.target else {}
         if named[i]:
@@ -274,7 +285,8 @@ def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefi
 
 def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
                  truncate: bool = False, model=None, tokenizer=None,
-                 locations: list[str] | None = None, explain: bool = False, inference: str = "fp32") -> dict:
+                 locations: list[str] | None = None, explain: bool = False, inference: str = "fp32",
+                 explain_head: tuple[int, int] | None = None) -> dict:
     """Predict every (target,) aspect of one ``text`` (see :func:`predict_texts`).
 
     Returns:
@@ -284,7 +296,7 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
     """
     run = run if isinstance(run, Run) else load_run(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
-                              locations=locations, explain=explain, inference=inference)
+                              locations=locations, explain=explain, inference=inference, explain_head=explain_head)
     return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
             "truncated": result["truncated"], **({"words": result["words"]} if explain else {}),
             "predictions": result["predictions"]}

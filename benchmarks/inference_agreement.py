@@ -87,7 +87,7 @@ def _gemm_rates(tokens: int = 600, hidden: int = 384, inner: int = 1536, repeats
     for k, n in shapes:
         a, b = torch.randn(tokens, k), torch.randn(k, n)
         ai, bi = torch.randint(-127, 127, (tokens, k), dtype=torch.int8), torch.randint(-127, 127, (k, n), dtype=torch.int8)
-        for mode, f in (("fp32", lambda: a @ b), ("int8", lambda: torch._int_mm(ai, bi))):
+        for mode, f in (("fp32", lambda a=a, b=b: a @ b), ("int8", lambda ai=ai, bi=bi: torch._int_mm(ai, bi))):
             f()
             t0 = time.perf_counter()
             for _ in range(repeats):

@@ -153,3 +153,23 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
     assert (folder / "tokenizer_config.json").is_file()
     assert main(["export", str(run.path), str(folder)]) == 2                # not over a folder with files
     assert "exists and is not an empty folder" in capsys.readouterr().err
+
+
+def test_qacg_attention_per_word_adds_up_as_equation_4(runs, tmp_path):
+    """Column sums per word of Â, A_self and λ_A ⊙ A_quasi for one layer and head: Â = A_self + the quasi term."""
+    result = predict_text(runs["sentihood"], SENTENCE, explain=True, explain_head=(1, 0), targets=["LOCATION2"])
+    for p in result["predictions"]:
+        seen = p["explanation"]["attention"]
+        assert (seen["layer"], seen["head"]) == (1, 0)
+        assert all(len(seen[k]) == len(result["words"]) for k in ("a_hat", "a_self", "quasi_term"))
+        assert np.allclose(seen["a_hat"], np.add(seen["a_self"], seen["quasi_term"]), atol=1e-5)
+    png = tmp_path / "why.png"
+    assert main(["predict", "--run", str(runs["sentihood"].path), SENTENCE, "--explain-png", str(png),
+                 "--explain-head", "0", "1"]) == 0
+    assert (tmp_path / "why_attention.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(AbsaError, match=r"--explain-head 9 0: the model has layers 0..1 and heads 0..3"):
+        predict_text(runs["sentihood"], SENTENCE, explain=True, explain_head=(9, 0))
+    with pytest.raises(AbsaError, match="shows QACG-BERT's quasi-attention"):
+        predict_text(runs["semeval"], "Great food.", explain=True, explain_head=(0, 0))
+    with pytest.raises(AbsaError, match="pass explain=True too"):
+        predict_text(runs["sentihood"], SENTENCE, explain_head=(0, 0))

@@ -39,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "relevance, summed over a word's WordPiece tokens); prints JSON, with --file too")
     p.add_argument("--explain-png", metavar="PNG", help="one sentence: draw the explanation (one row per aspect, "
                    "as Figure 3's panels) to this file; implies --explain")
+    p.add_argument("--explain-head", nargs=2, type=int, metavar=("LAYER", "HEAD"), default=None,
+                   help="QACG-BERT: also give, per word, the attention it receives in this layer and head (0-based) "
+                        "as Figure 5 does: Â, A_self and the quasi term; with --explain-png also drawn to PNG's "
+                        "name + _attention")
     p.set_defaults(func=run)
 
 
@@ -55,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
                 if args.text is None and several else "")
         raise AbsaError("give either a sentence or --file PATH (one sentence per line), not both or neither"
                         + hint)
-    explain = args.explain or args.explain_png is not None
+    explain = args.explain or args.explain_png is not None or args.explain_head is not None
+    head = tuple(args.explain_head) if args.explain_head else None
     if args.explain_png is not None and not args.explain_png.lower().endswith((".png", ".pdf", ".svg")):
         raise AbsaError(f"--explain-png {args.explain_png}: expected a .png (or .pdf, .svg) file name")
     if args.explain_png is not None and args.file is not None:
@@ -65,13 +70,18 @@ def run(args: argparse.Namespace) -> int:
             raise AbsaError("--out is for --file; a single sentence's prediction is printed as JSON")
         png = output_file(args.explain_png) if args.explain_png else None
         result = predict_text(args.run, args.text, targets=args.targets, truncate=args.truncate,
-                              locations=args.locations, explain=explain, inference=args.inference)
+                              locations=args.locations, explain=explain, inference=args.inference, explain_head=head)
         if png is not None:
-            from absa_lib.reports.plots import explanation_figure, save_figure
+            from absa_lib.data.datasets import NONE_LABEL
+            from absa_lib.reports.plots import explanation_attention_figure, explanation_figure, save_figure
 
-            save_figure(explanation_figure(result), png.parent, png.stem, formats=(png.suffix.lstrip(".") or "png",),
-                        close=True)
+            fmt = (png.suffix.lstrip(".") or "png",)
+            save_figure(explanation_figure(result), png.parent, png.stem, formats=fmt, close=True)
             print(f"[absa] explanation -> {args.explain_png}", file=sys.stderr)
+            if head is not None:
+                figure = explanation_attention_figure(result, NONE_LABEL.get(result["dataset"]))
+                save_figure(figure, png.parent, png.stem + "_attention", formats=fmt, close=True)
+                print(f"[absa] attention -> {png.with_name(png.stem + '_attention' + png.suffix)}", file=sys.stderr)
         print_json(result)
         return 0
     out = output_file(args.out) if args.out else None
@@ -81,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     results = predict_texts(trained, [text for _, text in sentences], targets=args.targets,
                             truncate=args.truncate, locations=args.locations,
                             names=[f"{source}: line {line}" for line, _ in sentences], explain=explain,
-                            inference=args.inference)
+                            inference=args.inference, explain_head=head)
     if explain:                                        # lists per word: JSON, one object per line of the file
         import json
 

@@ -16,6 +16,11 @@ sentence ("location - 1 - price"), which name the target and aspect rather than 
 them. For the B input variants (one yes/no input per candidate label) the explained input is the one
 of the predicted label, and c its "yes". Defined for the models whose words go through a BERT
 embedding block: BERT-single, BERT-pair, CG-BERT, QACG-BERT (:data:`EXPLAINED`).
+
+For QACG-BERT, :func:`attention_words` adds Figure 5's view of one layer and head: the column sums
+over the query tokens of Â = A_self + λ_A ⊙ A_quasi (Eq. 4), of A_self and of λ_A ⊙ A_quasi, each
+summed over a word's tokens: how much attention each word receives, and how much the context-guided
+quasi-attention adds (> 0) or takes away (< 0).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from absa_lib.data.datasets import LABELS
 from absa_lib.data.features import Encoded, collate
 from absa_lib.data.inputs import B_VARIANTS, model_text
 from absa_lib.errors import AbsaError
-from absa_lib.evaluation.analysis import gradient_sensitivity
+from absa_lib.evaluation.analysis import extract_components, gradient_sensitivity
 
 EXPLAINED = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
 ROWS_PER_PASS = 16           # inputs differentiated together (memory grows with it, time hardly)
@@ -98,3 +103,35 @@ def _word_shares(relevance: np.ndarray, enc: Encoded, words: list[str], pieces: 
             value = float(sentence[start:min(end, n_sentence)].sum())
             shares.append(value / total if total > 0 else 0.0)
     return {"relevance": shares, "outside": 1 - total / whole if whole > 0 else 0.0}
+
+
+def attention_words(model, aux: str, encoded: list[Encoded], words: list[list[str]], pieces: list[list[int]],
+                    layer: int, head: int, pad_id: int = 0) -> list[dict]:
+    """Figure 5 per word for each example (one input each: none or an M variant): ``{"layer", "head",
+    "a_hat", "a_self", "quasi_term"}``, each a list of per-word column sums (None for a word cut off)."""
+    if getattr(model, "name", None) != "qacg-bert" or not getattr(model.config, "quasi", True):
+        raise AbsaError("--explain-head shows QACG-BERT's quasi-attention (Figure 5); this model has none")
+    if aux in B_VARIANTS:
+        raise AbsaError(f"--explain-head needs one input per example (none or an M variant), not {aux}")
+    out = []
+    for start in range(0, len(encoded), ROWS_PER_PASS):
+        part = encoded[start:start + ROWS_PER_PASS]
+        layers = extract_components(model, collate(part, pad_id))
+        if not 0 <= layer < len(layers) or not 0 <= head < layers[0]["a_hat"].size(1):
+            raise AbsaError(f"--explain-head {layer} {head}: the model has layers 0..{len(layers) - 1} and heads "
+                            f"0..{layers[0]['a_hat'].size(1) - 1}")
+        c = {k: v[:, head].float().cpu() for k, v in layers[layer].items()}            # (B, T, T) / (B, T, 1)
+        mask = collate(part, pad_id)["attention_mask"].float()                             # (B, T)
+        sums = {"a_hat": c["a_hat"], "a_self": c["a_self"], "quasi_term": c["lambda_a"] * c["a_quasi"]}
+        sums = {k: (v * mask[:, :, None]).sum(1).double().numpy() for k, v in sums.items()}  # over real queries: (B, T)
+        for j, enc in enumerate(part):
+            n_sentence = int((np.asarray(enc.token_type_ids) == 0).sum()) - 2
+            p = pieces[start + j]
+            ends = np.cumsum(p)
+            row = {"layer": layer, "head": head}
+            for key, values in sums.items():
+                sentence = values[j, 1:1 + n_sentence]
+                row[key] = [None if end - count >= n_sentence and count else float(sentence[end - count:min(end, n_sentence)].sum())
+                            for end, count in zip(ends, p, strict=True)]
+            out.append(row)
+    return out

@@ -154,6 +154,24 @@ def explanation_figure(result: dict) -> Figure:
                                "tokens": result["words"], "rows": rows}])
 
 
+def explanation_attention_figure(result: dict, none_label: str | None = None) -> Figure:
+    """Figure 5 for the predictions of one sentence (``predict_text(..., explain=True, explain_head=...)``):
+    per prediction not labelled ``none_label``, three rows (Â, A_self, λ_A ⊙ A_quasi: the attention each
+    word receives in the chosen layer and head), stacked, each normalised by its max |·| as Figure 5 is."""
+    chosen = [p for p in result["predictions"] if p["label"] != none_label] or result["predictions"][:1]
+    if "attention" not in chosen[0].get("explanation", {}):
+        raise ValueError("explanation_attention_figure needs predict_text(..., explain=True, explain_head=(layer, head))")
+    words, rows = result["words"], {}
+    for p in chosen:
+        seen = p["explanation"]["attention"]
+        name = " · ".join(x for x in (p.get("location") or p.get("target"), p["aspect"]) if x) + f" → {p['label']}"
+        for key, label in (("a_hat", r"$\hat{A}$"), ("a_self", r"$A_{\mathrm{self}}$"),
+                           ("quasi_term", r"$\lambda_A \odot A_{\mathrm{quasi}}$")):
+            rows[f"{name}: {label}"] = [0.0 if v is None else v for v in seen[key]]
+    layer, head = chosen[0]["explanation"]["attention"]["layer"], chosen[0]["explanation"]["attention"]["head"]
+    return attention_rows(words, rows, f"attention each word receives, layer {layer}, head {head} (Figure 5)")
+
+
 # ----------------------------------------------------------------------------------------------
 # Figure 4
 
