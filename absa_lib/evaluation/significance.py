@@ -27,6 +27,7 @@ gaps: "no detectable difference" is not "no difference".
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -73,6 +74,18 @@ def _violation_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(distance == 0, 0.5, np.sum(violated ** 2 * DT, axis=-1) / np.where(distance == 0, 1, distance))
 
 
+@functools.lru_cache(maxsize=64)
+def _uniform_draws(seed: int, n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """deepsig's bootstrap draws: iteration k takes n_a then n_b uniforms from RandomState(seed + k).
+    The same for every pair of score lists of these sizes, so made once (a thousand generators cost
+    more than the rest of the test)."""
+    draws = [np.random.RandomState(seed + k) for k in range(1, BOOTSTRAP + 1)]
+    u = [(r.uniform(0, 1, n_a), r.uniform(0, 1, n_b)) for r in draws]
+    u_a, u_b = np.stack([x for x, _ in u]), np.stack([y for _, y in u])        # (BOOTSTRAP, n) each
+    u_a.flags.writeable = u_b.flags.writeable = False
+    return u_a, u_b
+
+
 def eps_min(scores_a, scores_b, seed: int = 0) -> float:
     """ASO's ε_min(A, B) for the scores of A and B (higher is better), as deepsig's ``aso(scores_a,
     scores_b, seed=seed)`` computes it: the violation ratio less a bootstrap bound on its error
@@ -84,10 +97,9 @@ def eps_min(scores_a, scores_b, seed: int = 0) -> float:
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise AbsaError("ASO needs finite scores; a NaN metric (undefined, e.g. an AUC without both classes) "
                         "cannot be compared")
-    draws = [np.random.RandomState(seed + k) for k in range(1, BOOTSTRAP + 1)]
-    u = [(r.uniform(0, 1, len(a)), r.uniform(0, 1, len(b))) for r in draws]
-    sampled_a = _quantiles(a[None, :], np.stack([x for x, _ in u]))
-    sampled_b = _quantiles(b[None, :], np.stack([y for _, y in u]))
+    u_a, u_b = _uniform_draws(seed, len(a), len(b))
+    sampled_a = _quantiles(a[None, :], u_a)
+    sampled_b = _quantiles(b[None, :], u_b)
     observed = float(_violation_ratio(a, b))
     const = np.sqrt(len(a) * len(b) / (len(a) + len(b)))
     sigma = np.std(const * (_violation_ratio(sampled_a, sampled_b) - observed))
