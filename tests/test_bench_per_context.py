@@ -22,7 +22,7 @@ def _args(**changes) -> argparse.Namespace:
     args = {"model": ["bert-single"], "preset": "paper", "backbone": "tiny", "dataset": "sentihood", "aux": "single",
             "split": "train", "batch_size": 6, "steps": 4, "warmup": 1, "repeats": 1, "max_length": 32, "seed": 0,
             "threads": None, "precision": "fp32", "sampler": "uniform", "group_by_length": False, "compile": "none",
-            "no_inference": True, "data_dir": None, "json": True}
+            "no_inference": True, "inference": None, "data_dir": None, "json": True}
     return argparse.Namespace(**{**args, **changes})
 
 
@@ -45,7 +45,7 @@ def test_bert_single_is_timed_as_the_k_classifiers_training_builds():
     args = _args()
     settings = {"fp32 random": ("fp32", False, "none")}
     data = bench._setting_batches(args, load_tokenizer("tiny"), settings, torch.device("cpu"))
-    model, opt, _ = bench._warmed_up_models(args, settings, data, torch.device("cpu"))["bert-single"]
+    model, opt, _, _ = bench._warmed_up_models(args, settings, data, torch.device("cpu"))["bert-single"]
     assert isinstance(model, PerContextModel) and len(model.models) == 8          # SentiHood's contexts
     assert sum(p.numel() for g in opt.param_groups for p in g["params"]) == count_parameters(model)
     assert count_parameters(model) == 8 * count_parameters(model.models[0])

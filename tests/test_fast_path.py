@@ -233,3 +233,44 @@ def test_tokenized_once_per_process(monkeypatch):
     assert first is second and len(calls) == 1
     splits.prepare_split(small(max_train_examples=17, max_length=40), "train", tok)
     assert len(calls) == 2
+
+
+# ---------------------------------------------------------------------------------------------- faster inference
+
+
+def test_int8_inference_quantizes_the_bert_linears_and_keeps_the_context_layers(tiny_dir):
+    from absa_lib.data.inputs import model_sizes
+    from absa_lib.models.registry import build_for_training
+
+    torch.manual_seed(0)
+    model = build_for_training("qacg-bert", backbone="tiny", preset="paper", **model_sizes("semeval", "NLI-M")).eval()
+    runner, precision = inference.for_inference(model, "int8")
+    kinds = {name: type(m).__module__ for name, m in runner.named_modules() if "Linear" in type(m).__name__
+             and not type(m).__name__.endswith("Params")}
+    assert precision == "fp32" and runner is not model
+    assert all("quantized" in kind for name, kind in kinds.items() if name.rsplit(".", 1)[-1] not in inference.READ_AS_WEIGHTS)
+    assert all("quantized" not in kind for name, kind in kinds.items() if name.rsplit(".", 1)[-1] in inference.READ_AS_WEIGHTS)
+    assert not any("quantized" in type(m).__module__ for m in model.modules())           # the model itself untouched
+    encoded = fake_encoded([9, 12, 7, 15])
+    for e in encoded:
+        e.context_id = 1
+    exact = inference.predict_probs(model, encoded, 2)
+    fast = inference.predict_probs(runner, encoded, 2, precision=precision)
+    assert fast.shape == exact.shape and np.allclose(fast.sum(1), 1) and np.abs(fast - exact).max() < 0.05
+    assert inference.for_inference(model, "bf16") == (model, "bf16")
+    with pytest.raises(AbsaError, match=r"inference 'fast': expected one of fp32, bf16, int8"):
+        inference.for_inference(model, "fast")
+
+
+def test_absa_bench_times_int8_inference_beside_fp32_sorted(capsys, real_data_dir):
+    import json
+
+    from absa_lib.cli import main
+
+    assert main(["bench", "--model", "bert-pair", "--backbone", "tiny", "--steps", "2", "--warmup", "1",
+                 "--inference", "int8", "--json"]) == 0
+    rows = {r["setting"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert set(rows) == {"fp32 random", "fp32 grouped", "int8 grouped"}
+    assert all("train" not in r for r in rows.values())                       # inference only
+    assert rows["fp32 grouped"]["infer"]["vs_fp32_grouped"] == 1.0
+    assert rows["int8 grouped"]["infer"]["examples_per_s"] > 0

@@ -16,7 +16,7 @@ import yaml
 
 from absa_lib.errors import AbsaError
 from absa_lib.harness.profiles import load_profile
-from absa_lib.training.runs import select_epochs
+from absa_lib.training.runs import load_run, select_epochs
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("remote", ROOT_DIR / "scripts" / "remote.py")
@@ -155,7 +155,8 @@ def test_the_bundle_holds_the_finished_runs_records_and_the_status_of_every_cell
     files = read_bundle(node["bundle"])
     runs = sorted({name.rsplit("/", 1)[0] for name in files if name.startswith("runs/")})
     assert len(runs) == node["out"]["runs"] == 3                      # bert-pair; qacg-bert with and without aux
-    assert all(f"{run}/{n}" in files for run in runs for n in ("config.json", "metrics.json", "env.json"))
+    assert all(f"{run}/{n}" in files for run in runs
+               for n in ("config.json", "metrics.json", "env.json", "predictions.npz"))   # with the kept predictions
     assert not any("checkpoints" in name or name.endswith(".safetensors") for name in files)
     status = json.loads(files["status.json"])
     assert {r["state"] for r in status["cells"]} == {"done"} and len(status["cells"]) == 3
@@ -185,6 +186,21 @@ def test_import_adds_the_runs_once_and_refuses_tiny_runs_unless_allowed(node, tm
     assert sorted(added["new"]) == sorted(p.name for p in reference.glob("runs/*/*/*"))
     again = import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
     assert again["new"] == [] and sorted(again["same"]) == sorted(added["new"])
+    for folder in reference.glob("runs/*/*/*"):                       # each with its kept predictions, checked
+        assert load_run(folder).kept().run_id == folder.name
+
+
+def test_import_refuses_a_bundle_whose_kept_predictions_were_edited(node, tmp_path):
+    files = read_bundle(node["bundle"])
+    name = next(n for n in files if n.endswith("/predictions.npz"))
+    edited = bytearray(files[name])
+    edited[len(edited) // 2] ^= 0xFF
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    with pytest.raises(AbsaError, match="predictions.npz: its bytes are not those metrics.json names"):
+        import_bundle(_tar({**files, name: bytes(edited)}, tmp_path / "edited.tar.gz"), reference, allow_tiny=True,
+                      log=lambda *_: None)
+    assert not any(reference.rglob("*"))
 
 
 def test_import_refuses_edited_conflicting_or_unsafe_bundles_and_writes_nothing(node, tmp_path):
