@@ -7,6 +7,9 @@ The public API::
     run = train(TrainConfig(dataset="sentihood", model="qacg-bert", backbone="minilm", epochs=3))
     run.selected("dev_best")["test"]                       # test metrics at the dev-best epoch
     predict_text(run, "LOCATION1 is lovely but pricey")    # label + probabilities per target × aspect
+    predict_text(run, "LOCATION1 is lovely", explain=True)  # + each word's share of the gradient (Figure 3)
+    compare(find_runs("runs", model="qacg-bert"), find_runs("runs", model="bert-pair"))   # seed by seed, a verdict
+    export_run(run, "my-model/")                           # a Hugging Face folder with a model card
     evaluate("sentihood", "test", "my_predictions.csv")    # the paper's metrics of a prediction file
     name = register_dataset("my_reviews/")                 # your own data (docs/own_data.md)
     train(TrainConfig(dataset=name, model="qacg-bert", epochs=3))
@@ -32,6 +35,7 @@ _API = {  # name: the module that defines it
     "register_dataset": "absa_lib.data.own_data", "build_model": "absa_lib.models.registry",
     "load_tokenizer": "absa_lib.models.backbones", "compute_metrics": "absa_lib.evaluation.metrics",
     "evaluate": "absa_lib.evaluation.predictions", "predict_text": "absa_lib.apply",
+    "predict_texts": "absa_lib.apply", "compare": "absa_lib.reports.compare", "export_run": "absa_lib.reports.model_card",
 }
 _RENAMED = {"evaluate": "evaluate_file"}
 __all__ = ["__version__", *sorted(_API)]
