@@ -214,12 +214,12 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     if explain:
         for result in out:
             result["words"] = result["text"].split()
-        words = [out[i]["words"] for i in owner]
-        why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(), words, tokenizer)
+        per_text = [word_pieces(config.dataset, r["words"], tokenizer) for r in out]     # tokenized once a text
+        pieces, pad = [per_text[i] for i in owner], tokenizer.pad_token_id or 0
+        why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(), pieces, pad)
         if explain_head is not None:
-            pieces = [word_pieces(config.dataset, w, tokenizer) for w in words]
-            for row, seen in zip(why, attention_words(model, config.aux, encoded, words, pieces, *explain_head,
-                                                      tokenizer.pad_token_id or 0), strict=True):
+            for row, seen in zip(why, attention_words(model, config.aux, encoded, pieces, *explain_head, pad),
+                                 strict=True):
                 row["attention"] = seen
     for j, (ex, i, p) in enumerate(zip(examples, owner, probs, strict=True)):
         row = {"target": ex.target} if ex.target else {}

@@ -54,14 +54,14 @@ def word_pieces(dataset: str, words: list[str], tokenizer) -> list[int]:
     return [len(tokenizer(model_text(dataset, w), add_special_tokens=False)["input_ids"]) if w else 0 for w in words]
 
 
-def explain_rows(model, dataset: str, aux: str, encoded: list[Encoded], predicted: list[int], words: list[list[str]],
-                 tokenizer) -> list[dict]:
+def explain_rows(model, dataset: str, aux: str, encoded: list[Encoded], predicted: list[int],
+                 pieces: list[list[int]], pad_id: int = 0) -> list[dict]:
     """Each example's word relevance for its predicted label.
 
     Args:
         encoded: the model's inputs, one per example (or one per example and candidate label, B variants).
         predicted: (N,) the predicted label id of each example.
-        words: each example's sentence split at white space.
+        pieces: each example's :func:`word_pieces` (its sentence's words, split at white space).
 
     Returns:
         Per example ``{"relevance": [share per word, None for a word cut off by truncation], "outside": share
@@ -73,40 +73,39 @@ def explain_rows(model, dataset: str, aux: str, encoded: list[Encoded], predicte
     else:
         rows, classes = list(encoded), list(predicted)
     out = []
-    pad = tokenizer.pad_token_id or 0
     for start in range(0, len(rows), ROWS_PER_PASS):
         part = rows[start:start + ROWS_PER_PASS]
-        batch = collate(part, pad)
-        relevance = gradient_sensitivity(model, batch, torch.tensor(classes[start:start + ROWS_PER_PASS]))  # (B, T)
+        relevance = gradient_sensitivity(model, collate(part, pad_id),
+                                         torch.tensor(classes[start:start + ROWS_PER_PASS])).double().numpy()  # (B, T)
         for j, enc in enumerate(part):
-            out.append(_word_shares(relevance[j].double().numpy(), enc, words[start + j],
-                                    word_pieces(dataset, words[start + j], tokenizer)))
+            n_sentence = _sentence_length(enc, pieces[start + j])
+            total = float(relevance[j, 1:1 + n_sentence].sum())
+            whole = float(relevance[j, :len(enc.input_ids)].sum())
+            words = _per_word(relevance[j], pieces[start + j], n_sentence)
+            out.append({"relevance": [None if w is None else (w / total if total > 0 else 0.0) for w in words],
+                        "outside": 1 - total / whole if whole > 0 else 0.0})
     return out
 
 
-def _word_shares(relevance: np.ndarray, enc: Encoded, words: list[str], pieces: list[int]) -> dict:
-    """Sum the sentence tokens' relevance (T,) per word; [CLS] sentence [SEP] come first (token type 0)."""
-    types = np.asarray(enc.token_type_ids)
-    n_sentence = int((types == 0).sum()) - 2                 # without [CLS] and the [SEP] after the sentence
+def _sentence_length(enc: Encoded, pieces: list[int]) -> int:
+    """How many of the sentence's word pieces the input holds ([CLS] sentence [SEP] come first, token
+    type 0); fewer than the words' only when the input was truncated."""
+    n_sentence = int((np.asarray(enc.token_type_ids) == 0).sum()) - 2     # without [CLS] and its [SEP]
     if n_sentence > sum(pieces) or (not enc.truncated and n_sentence != sum(pieces)):
         raise AbsaError(f"--explain: the sentence's {sum(pieces)} word pieces do not match the model's input "
                         f"({n_sentence} tokens); please report the sentence")
-    sentence = relevance[1:1 + n_sentence]
-    total, whole = float(sentence.sum()), float(relevance[:len(types)].sum())
-    ends = np.cumsum(pieces)
-    shares = []
-    for end, count in zip(ends, pieces, strict=True):
-        start = end - count
-        if start >= n_sentence and count:
-            shares.append(None)                              # cut off by --truncate
-        else:
-            value = float(sentence[start:min(end, n_sentence)].sum())
-            shares.append(value / total if total > 0 else 0.0)
-    return {"relevance": shares, "outside": 1 - total / whole if whole > 0 else 0.0}
+    return n_sentence
 
 
-def attention_words(model, aux: str, encoded: list[Encoded], words: list[list[str]], pieces: list[list[int]],
-                    layer: int, head: int, pad_id: int = 0) -> list[dict]:
+def _per_word(values: np.ndarray, pieces: list[int], n_sentence: int) -> list[float | None]:
+    """Per-token ``values`` (T,) of an input summed over each word's pieces (None for a word cut off)."""
+    sentence, ends = values[1:1 + n_sentence], np.cumsum(pieces)
+    return [None if end - count >= n_sentence and count else float(sentence[end - count:min(end, n_sentence)].sum())
+            for end, count in zip(ends, pieces, strict=True)]
+
+
+def attention_words(model, aux: str, encoded: list[Encoded], pieces: list[list[int]], layer: int, head: int,
+                    pad_id: int = 0) -> list[dict]:
     """Figure 5 per word for each example (one input each: none or an M variant): ``{"layer", "head",
     "a_hat", "a_self", "quasi_term"}``, each a list of per-word column sums (None for a word cut off)."""
     if getattr(model, "name", None) != "qacg-bert" or not getattr(model.config, "quasi", True):
@@ -116,22 +115,18 @@ def attention_words(model, aux: str, encoded: list[Encoded], words: list[list[st
     out = []
     for start in range(0, len(encoded), ROWS_PER_PASS):
         part = encoded[start:start + ROWS_PER_PASS]
-        layers = extract_components(model, collate(part, pad_id))
+        batch = collate(part, pad_id)
+        layers = extract_components(model, batch)
         if not 0 <= layer < len(layers) or not 0 <= head < layers[0]["a_hat"].size(1):
             raise AbsaError(f"--explain-head {layer} {head}: the model has layers 0..{len(layers) - 1} and heads "
                             f"0..{layers[0]['a_hat'].size(1) - 1}")
         c = {k: v[:, head].float().cpu() for k, v in layers[layer].items()}            # (B, T, T) / (B, T, 1)
-        mask = collate(part, pad_id)["attention_mask"].float()                             # (B, T)
-        sums = {"a_hat": c["a_hat"], "a_self": c["a_self"], "quasi_term": c["lambda_a"] * c["a_quasi"]}
-        sums = {k: (v * mask[:, :, None]).sum(1).double().numpy() for k, v in sums.items()}  # over real queries: (B, T)
+        mask = batch["attention_mask"].float()[:, :, None]                               # (B, T, 1): real queries
+        sums = {key: (m * mask).sum(1).double().numpy()                                   # column sums: (B, T)
+                for key, m in (("a_hat", c["a_hat"]), ("a_self", c["a_self"]),
+                               ("quasi_term", c["lambda_a"] * c["a_quasi"]))}
         for j, enc in enumerate(part):
-            n_sentence = int((np.asarray(enc.token_type_ids) == 0).sum()) - 2
-            p = pieces[start + j]
-            ends = np.cumsum(p)
-            row = {"layer": layer, "head": head}
-            for key, values in sums.items():
-                sentence = values[j, 1:1 + n_sentence]
-                row[key] = [None if end - count >= n_sentence and count else float(sentence[end - count:min(end, n_sentence)].sum())
-                            for end, count in zip(ends, p, strict=True)]
-            out.append(row)
+            n_sentence = _sentence_length(enc, pieces[start + j])
+            out.append({"layer": layer, "head": head,
+                        **{key: _per_word(values[j], pieces[start + j], n_sentence) for key, values in sums.items()}})
     return out

@@ -86,8 +86,8 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     if unknown:
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(known)}")
     keys = tuple(metrics or known)
-    paired_differences({r.config["seed"]: 0 for r in runs_a}, {r.config["seed"]: 0 for r in runs_b})  # unpaired: refused
-    seeds = sorted(r.config["seed"] for r in runs_a)
+    seeds = list(paired_differences({r.config["seed"]: 0.0 for r in runs_a},   # the shared seeds; unpaired ones
+                                    {r.config["seed"]: 0.0 for r in runs_b}))  # are refused in one line
     kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
     intervals = {}
     if all(kept):
