@@ -171,7 +171,7 @@ def test_the_verdict_needs_the_interval_to_agree_with_the_seeds():
     a, b = [80.1, 79.5, 80.4], [75.2, 75.0, 75.9]              # ASO alone: A better
     assert Verdict.of(a, b).verdict == "A better"
     assert Verdict.of(a, b, ci=(0.5, 9.0)).verdict == "A better"
-    assert Verdict.of(a, b, ci=(-0.5, 9.0)).verdict == "no detectable difference"
+    assert Verdict.of(a, b, ci=(-0.5, 9.0)).verdict == "undecided at 3 seeds"
     assert Verdict.of(b, a, ci=(-9.0, -0.5)).verdict == "B better"
 
 
@@ -199,9 +199,10 @@ def test_the_documented_interval_is_what_the_committed_check_runs_give():
                     [r for r in runs if r.config["model"] == "bert-pair"])
     page = (root / "docs" / "evidence" / "per_example_predictions.md").read_text()
     for row in table.itertuples():
-        cells = (f"{row.mean_difference:+.1f}", f"[{row.ci_low:+.1f}, {row.ci_high:+.1f}]", f"{row.eps_a_over_b:.2f}",
+        cells = (f"{row.mean_difference:+.1f}", f"[{row.seed_low:+.1f}, {row.seed_high:+.1f}]", f"{row.p_adjusted:.3f}",
+                 f"{row.min_detectable:.1f}", f"[{row.ci_low:+.1f}, {row.ci_high:+.1f}]", f"{row.eps_a_over_b:.2f}",
                  f"{row.eps_b_over_a:.2f}", row.verdict)
-        line = " | ".join(c.replace("-", "−") for c in cells[:2]) + " | " + " | ".join(cells[2:])
+        line = " | ".join(c.replace("-", "−") for c in cells[:5]) + " | " + " | ".join(cells[5:])
         assert line in page.replace(f" | {row.differences.replace('-', '−')} | ", " | "), (row.metric, line)
     for run in runs:                                  # the kept rows give the recorded metrics, exactly
         kept, chosen = run.kept(), run.selected()

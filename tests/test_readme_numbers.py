@@ -140,3 +140,51 @@ def test_every_number_of_the_readme_is_one_the_findings_or_the_evidence_state():
     prose = re.sub(r"`[^`]*`", "", prose)                  # commands, paths, options
     wrong = sorted({n for n in NUMBER.findall(prose) if n not in known})
     assert not wrong, "README numbers that neither the findings, the tables nor the evidence state: " + ", ".join(wrong)
+
+
+# A verdict in the prose is a verdict in the claims table: a sentence of the findings or of the README's
+# "What we found" that says one model is better or worse than another (without a hedge such as "not" or
+# "undecided") must name a claim that results/claims.csv decides; "undecided at N seeds" must be a verdict
+# the table gives.
+WINNER = re.compile(r"\b(better|worse|beats?|outperforms?|superior|inferior)\b", re.I)
+HEDGE = re.compile(r"\b(not|no|neither|nor|never|cannot|undecided|whether)\b", re.I)
+
+
+def _prose_sentences(text: str) -> list[str]:
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"\]\([^)]*\)", "]", text)                # link targets
+    return [s.strip() for s in re.split(r"(?<=[.!?;:])\s+|\n\n", text) if s.strip()]
+
+
+def _unsupported_verdicts(text: str, rows: list[dict]) -> list[str]:
+    decided = {r["claim"] for r in rows if r["verdict"] in ("A better", "B better")}
+    given = {r["verdict"] for r in rows}
+    wrong = []
+    for sentence in _prose_sentences(text):
+        if WINNER.search(sentence) and not HEDGE.search(sentence) and not any(c in sentence for c in decided):
+            wrong.append(sentence)
+        wrong += [sentence for n in re.findall(r"undecided at (\d+) seeds", sentence)
+                  if f"undecided at {n} seeds" not in given]
+    return wrong
+
+
+def test_a_verdict_in_the_prose_is_one_the_claims_table_gives():
+    with open(ROOT / "results" / "claims.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = readme.split("## What we found", 1)[1].split("\n## ", 1)[0]
+    wrong = _unsupported_verdicts(found + "\n\n" + FINDINGS.read_text(encoding="utf-8"), rows)
+    assert not wrong, "verdicts in the prose that results/claims.csv does not give: " + " | ".join(wrong)
+
+
+@pytest.mark.parametrize(("sentence", "flagged"), [
+    ("On SemEval QACG-BERT with auxiliary sentences is better than BERT-pair.", True),
+    ("QACG-BERT is not better than BERT-pair.", False),
+    ("every claim is undecided at 3 seeds.", False),
+    ("every claim is undecided at 5 seeds.", True),
+    ("BERT-pair over BERT-single is better on SentiHood.", False),
+])
+def test_the_verdict_check(sentence, flagged):
+    rows = [{"claim": "BERT-pair over BERT-single", "verdict": "A better"},
+            {"claim": "QACG-BERT over BERT-pair (auxiliary sentences)", "verdict": "undecided at 3 seeds"}]
+    assert bool(_unsupported_verdicts(sentence, rows)) is flagged

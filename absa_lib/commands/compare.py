@@ -6,8 +6,9 @@ import argparse
 
 from absa_lib.commands import parse_overrides, print_json
 
-RULE_HELP = ("verdict: the Almost Stochastic Order test over seeds (deepsig), A better when eps(A>B) < 0.2 and, where "
-             "every run kept its predictions, the paired bootstrap 95% CI of A-B over test sentences above 0")
+RULE_HELP = ("verdict: A better when the paired t-test over seeds rejects at 5% (Holm over the metrics compared) with "
+             "A-B > 0, ASO's eps(A>B) < 0.2 (deepsig) and, where every run kept its predictions, the paired bootstrap 95% "
+             "CI of A-B over test sentences above 0; otherwise B better symmetrically, or undecided at that many seeds")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,48 +1,67 @@
-"""Is a difference real? The Almost Stochastic Order test over seeds, a paired bootstrap over test
-sentences, and the one verdict rule.
+"""Is a difference real? A paired t-test over seeds with Holm's correction, the Almost Stochastic
+Order test, a paired bootstrap over test sentences, and the one verdict rule that combines them.
 
 The paper's claims are differences of about one point between models trained with a few seeds.
-The companion decides each with the Almost Stochastic Order (ASO) test of Dror et al. (2019), as
-``deepsig`` implements it (Ulmer et al. 2022; :func:`eps_min` is deepsig's ``aso`` in numpy arrays,
-the same numbers for the same seed, a test checks it, a thousand times faster): for the scores of A
-and B over seeds, ε_min(A, B) is
-an upper bound on how far A's score distribution violates stochastic dominance over B's (0: A is
-better everywhere; 1: B is). It sees the variation between seeds (training), not that of the test
-set: when both sides' runs kept their predictions (:mod:`absa_lib.evaluation.kept`),
-:func:`paired_bootstrap` adds a 95% interval of the difference A − B (mean over the seeds) under
-resampling the test set (Berg-Kirkpatrick et al. 2012): whole SentiHood (sentence, target) groups and
-whole SemEval sentences, the units the metrics are computed over, the same draws for A and B.
+Three kinds of evidence bear on each:
 
-The rule, the same everywhere (``absa compare``, the claims table):
+- **the seeds, paired**: A − B per seed (both runs of a seed share its data order), their mean and the
+  95% t interval of the mean; the paired t-test's p-value (:class:`SeedTest`). Its error rate is 5% at
+  any number of seeds when the per-seed differences are normal, which is what makes it the deciding
+  test at three seeds;
+- **the seeds' distributions**: ε_min(A, B) of the Almost Stochastic Order (ASO) test of Dror et al.
+  (2019), as ``deepsig`` computes it (Ulmer et al. 2022; :func:`eps_min` gives deepsig's numbers for the
+  same seed, a test checks it): an upper bound on how far A's score distribution violates stochastic
+  dominance over B's (0: A is better everywhere; 1: B is). With three seeds a side it is 0 whenever
+  all three of A's scores beat all three of B's, which happens in one case in 20 per direction when
+  there is no difference at all: alone it names a false winner in about one row in six;
+- **the test sentences**: when both sides' runs kept their predictions (:mod:`absa_lib.evaluation.kept`),
+  :func:`paired_bootstrap`'s 95% interval of A − B (mean over the seeds) under resampling the test set
+  (Berg-Kirkpatrick et al. 2012): whole SentiHood (sentence, target) groups and whole SemEval
+  sentences, the same draws for A and B.
 
-- **A better** when ε_min(A, B) < :data:`TAU` and, where there is an interval, it lies above 0;
-- **B better** when ε_min(B, A) < :data:`TAU` and, where there is an interval, it lies below 0;
-- **no detectable difference** otherwise.
+The rule, the same everywhere (``absa compare``, the claims table), for a family of m comparisons:
 
-``TAU`` = 0.2 is the threshold Ulmer et al. recommend (ε_min < 0.5 is the bare definition of almost
-stochastic dominance; 0.2 keeps the error rate low with few seeds). A gain must survive both sources
-of variation the evidence covers. With three seeds a side the ASO test can only see large, consistent
-gaps: "no detectable difference" is not "no difference".
+- **A better** when the paired t-test's p-value, Holm-adjusted over the family, is below
+  :data:`ALPHA` with a positive mean, ε_min(A, B) < :data:`TAU`, and, where there is a bootstrap
+  interval, it lies above 0;
+- **B better** symmetrically;
+- **undecided at n seeds** otherwise: the seeds cannot tell, which is not "equal".
+
+The t-test decides; ASO and the bootstrap can only veto. So under no true difference a row names a
+winner at most as often as the t-test alone (5%), and Holm keeps the chance of any false winner in the
+family at 5%. The family: the rows of one budget in the claims table (the 25-epoch rows are the
+paper's claims, the one-epoch rows early training; each is one reading of the evidence), the metrics
+of one ``absa compare``. Beside each verdict, :func:`min_detectable` gives the smallest true gain the
+rule would report 80% of the time with the row's seeds and spread of differences, at Holm's first
+step (α/m).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.stats import norm
+from scipy import optimize, stats
 
 from absa_lib.data.datasets import group_size
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.metrics import compute_metrics
 
-TAU = 0.2
-RULE = (f"A better when ε_min(A, B) < {TAU}, B better when ε_min(B, A) < {TAU} (the Almost Stochastic Order "
-        "test over seeds, Dror et al. 2019, deepsig), and, where the runs kept their predictions, the paired bootstrap "
-        "95% CI of A − B over test sentences on the same side of 0; otherwise no detectable difference")
-VERDICTS = ("A better", "B better", "no detectable difference")
+ALPHA = 0.05                 # the family's error rate: the chance of naming any false winner
+TAU = 0.2                    # ASO's veto: ε_min must be below it (Ulmer et al.'s threshold)
+POWER = 0.8                  # the minimum detectable difference: found this often
+RULE = (f"A better when the paired t-test over seeds rejects no difference at {ALPHA:.0%} after Holm's correction "
+        f"over the family, the mean A − B is positive, ASO's ε_min(A, B) < {TAU} (deepsig) and, where the runs kept "
+        "their predictions, the paired bootstrap 95% interval over test sentences lies above 0; B better "
+        "symmetrically; otherwise undecided at that number of seeds (not \"equal\")")
+DECIDED = ("A better", "B better")
+
+
+def undecided(n: int) -> str:
+    """The verdict when the evidence of ``n`` paired seeds cannot decide."""
+    return f"undecided at {n} seeds"
 
 
 DT = 0.005                   # deepsig's step of the integral over t in (0, 1)
@@ -61,17 +80,32 @@ def _quantiles(scores: np.ndarray, p: np.ndarray) -> np.ndarray:
                               axis=-1)
 
 
+@functools.lru_cache(maxsize=64)
+def _steps(n_a: int, n_b: int) -> tuple[np.ndarray, ...]:
+    """deepsig's grid t = dt, 2dt, ... < 1 cut into the steps where both quantile functions are constant:
+    the order statistic of A and of B on each step and the step's width (its grid points × dt), in all
+    and without the first grid point (left out of the violation, as deepsig does)."""
+    t = np.arange(DT, 1, DT)
+    i_a, i_b = (np.clip(np.ceil(n * t).astype(int) - 1, 0, n - 1) for n in (n_a, n_b))
+    starts = np.flatnonzero(np.r_[True, (i_a[1:] != i_a[:-1]) | (i_b[1:] != i_b[:-1])])
+    width = np.diff(np.r_[starts, len(t)]) * DT
+    violated = width.copy()
+    violated[0] -= DT
+    return i_a[starts], i_b[starts], width, violated
+
+
 def _violation_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """ε_W2 of Dror et al. (2019), Eqs. 4-5, for each row pair of ``a`` (..., n) and ``b`` (..., m):
     the share of the squared Wasserstein distance between the quantile functions F⁻¹, G⁻¹ where
-    F⁻¹(t) < G⁻¹(t), integrated over t = dt, 2dt, ... < 1 (0.5 where the distance is 0)."""
-    t = np.arange(DT, 1, DT)
-    f, g = _quantiles(a, t), _quantiles(b, t)
+    F⁻¹(t) < G⁻¹(t), integrated over deepsig's grid (0.5 where the distance is 0). Both quantile
+    functions are steps, so the integral is a sum over the steps (:func:`_steps`)."""
+    i_a, i_b, width, violated_width = _steps(a.shape[-1], b.shape[-1])
+    f, g = np.sort(a, axis=-1)[..., i_a], np.sort(b, axis=-1)[..., i_b]
     diff = g - f
-    distance = np.sum(diff ** 2 * DT, axis=-1)
-    violated = np.where(f >= g, 0.0, diff)[..., 1:]
+    distance = np.sum(diff ** 2 * width, axis=-1)
+    violated = np.sum(np.where(f >= g, 0.0, diff) ** 2 * violated_width, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(distance == 0, 0.5, np.sum(violated ** 2 * DT, axis=-1) / np.where(distance == 0, 1, distance))
+        return np.where(distance == 0, 0.5, violated / np.where(distance == 0, 1, distance))
 
 
 @functools.lru_cache(maxsize=64)
@@ -86,6 +120,18 @@ def _uniform_draws(seed: int, n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarra
     return u_a, u_b
 
 
+def eps_min_rows(scores_a: np.ndarray, scores_b: np.ndarray, seed: int = 0) -> np.ndarray:
+    """:func:`eps_min` of each row pair of ``scores_a`` (R, n) and ``scores_b`` (R, m), in one pass."""
+    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+    u_a, u_b = _uniform_draws(seed, a.shape[-1], b.shape[-1])
+    sampled_a = _quantiles(a[:, None, :], u_a[None])                           # (R, BOOTSTRAP, n)
+    sampled_b = _quantiles(b[:, None, :], u_b[None])
+    observed = _violation_ratio(a, b)                                          # (R,)
+    const = np.sqrt(a.shape[-1] * b.shape[-1] / (a.shape[-1] + b.shape[-1]))
+    sigma = np.std(const * (_violation_ratio(sampled_a, sampled_b) - observed[:, None]), axis=-1)
+    return np.clip(observed - sigma / const * stats.norm.ppf(1 - CONFIDENCE), 0, 1)
+
+
 def eps_min(scores_a, scores_b, seed: int = 0) -> float:
     """ASO's ε_min(A, B) for the scores of A and B (higher is better), as deepsig's ``aso(scores_a,
     scores_b, seed=seed)`` computes it: the violation ratio less a bootstrap bound on its error
@@ -97,30 +143,126 @@ def eps_min(scores_a, scores_b, seed: int = 0) -> float:
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise AbsaError("ASO needs finite scores; a NaN metric (undefined, e.g. an AUC without both classes) "
                         "cannot be compared")
-    u_a, u_b = _uniform_draws(seed, len(a), len(b))
-    sampled_a = _quantiles(a[None, :], u_a)
-    sampled_b = _quantiles(b[None, :], u_b)
-    observed = float(_violation_ratio(a, b))
-    const = np.sqrt(len(a) * len(b) / (len(a) + len(b)))
-    sigma = np.std(const * (_violation_ratio(sampled_a, sampled_b) - observed))
-    return float(np.clip(observed - sigma / const * norm.ppf(1 - CONFIDENCE), 0, 1))
+    return float(eps_min_rows(a[None], b[None], seed)[0])
+
+
+@dataclass(frozen=True)
+class SeedTest:
+    """The paired seeds' evidence: ``n`` differences A − B, their ``mean`` and ``sd``, the 95% t interval
+    of the mean (``low``, ``high``) and the paired t-test's two-sided ``p`` (no difference)."""
+
+    n: int
+    mean: float
+    sd: float
+    low: float
+    high: float
+    p: float
+
+    @classmethod
+    def of(cls, differences) -> SeedTest:
+        d = np.asarray(differences, dtype=float)
+        n, mean = len(d), float(np.mean(d))
+        sd = float(np.std(d, ddof=1))
+        half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        if sd == 0:                                   # identical differences: no spread to test against
+            p = 1.0 if mean == 0 else 0.0
+        else:
+            p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+        return cls(n, mean, sd, mean - half, mean + half, p)
+
+
+def holm(pvalues) -> list[float]:
+    """Holm's step-down adjustment: the k-th smallest of m p-values times (m − k + 1), kept monotone,
+    at most 1. Rejecting where the adjusted value is below α keeps the chance of any false rejection
+    among the m at α, whatever the dependence between them."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))))
+    out = np.empty_like(p)
+    out[order] = scaled
+    return out.tolist()
+
+
+def min_detectable(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true mean difference δ that the paired t-test at level ``alpha`` (two-sided) finds
+    with the right sign ``power`` of the time, for ``n`` seeds whose differences spread by ``sd``:
+    P(T > t_{1−α/2, n−1}) = power with T noncentral t (n − 1 degrees, noncentrality δ√n / sd).
+    ASO and the bootstrap only veto, so the whole rule needs at least this."""
+    if n < 2 or not math.isfinite(sd):
+        return math.nan
+    if sd == 0:
+        return 0.0
+    crit = stats.t.ppf(1 - alpha / 2, n - 1)
+    found = lambda delta: stats.nct.sf(crit, n - 1, delta * math.sqrt(n) / sd) - power   # noqa: E731
+    high = sd
+    while found(high) < 0:
+        high *= 2
+    return float(optimize.brentq(found, 0.0, high, xtol=1e-9 * sd))
+
+
+def seeds_needed(gain: float, sd: float, alpha: float = ALPHA, power: float = POWER, most: int = 100) -> int | None:
+    """The fewest seeds whose :func:`min_detectable` difference is at most ``|gain|`` (None beyond
+    ``most``, or without a gain)."""
+    if not (math.isfinite(gain) and math.isfinite(sd)) or gain == 0:
+        return None
+    return next((n for n in range(2, most + 1) if min_detectable(sd, n, alpha, power) <= abs(gain)), None)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict on one metric: ε_min both ways and what the rule says."""
+    """The verdict on one comparison: the seeds' test, ε_min both ways, the bootstrap interval (or
+    None), the p-value after the family's correction, the minimum detectable difference at the
+    family's first step, and what the rule says."""
 
+    seeds: SeedTest
     eps_a_over_b: float
     eps_b_over_a: float
+    ci: tuple[float, float] | None
+    p_adjusted: float
+    min_detectable: float
     verdict: str
 
     @classmethod
     def of(cls, scores_a, scores_b, seed: int = 0, ci: tuple[float, float] | None = None) -> Verdict:
-        """The rule applied to the seeds' scores and, when given, the bootstrap interval of A − B."""
-        ab, ba = eps_min(scores_a, scores_b, seed), eps_min(scores_b, scores_a, seed)
-        a_better = ab < TAU and (ci is None or ci[0] > 0)
-        b_better = ba < TAU and (ci is None or ci[1] < 0)
-        return cls(ab, ba, VERDICTS[0] if a_better else VERDICTS[1] if b_better else VERDICTS[2])
+        """The rule applied to paired scores (position i of A and of B: one seed) and, when given, the
+        bootstrap interval of A − B; a family of one (see :func:`family`)."""
+        a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+        seeds = SeedTest.of(a - b)
+        verdict = cls(seeds, eps_min(a, b, seed), eps_min(b, a, seed), ci, seeds.p, math.nan, "")
+        return verdict._decided(seeds.p, 1)
+
+    def _decided(self, p_adjusted: float, m: int) -> Verdict:
+        s, ci = self.seeds, self.ci
+        significant = p_adjusted < ALPHA
+        a_better = significant and s.mean > 0 and self.eps_a_over_b < TAU and (ci is None or ci[0] > 0)
+        b_better = significant and s.mean < 0 and self.eps_b_over_a < TAU and (ci is None or ci[1] < 0)
+        return replace(self, p_adjusted=p_adjusted, min_detectable=min_detectable(s.sd, s.n, ALPHA / m),
+                       verdict=DECIDED[0] if a_better else DECIDED[1] if b_better else undecided(s.n))
+
+
+def family(verdicts: list[Verdict]) -> list[Verdict]:
+    """The verdicts of one family of comparisons, decided together: each p-value Holm-adjusted over
+    the family, each minimum detectable difference at Holm's first step (α/m)."""
+    adjusted = holm([v.seeds.p for v in verdicts])
+    return [v._decided(p, len(verdicts)) for v, p in zip(verdicts, adjusted, strict=True)]
+
+
+def simulate(n: int, shift: float, draws: int = 2000, seed: int = 0, m: int = 1) -> dict[str, float]:
+    """How often the rule names each winner when A's and B's scores over ``n`` seeds are independent
+    normal with sd 1 and A's mean is ``shift`` above B's (in seed-sd), in a family of ``m`` (the
+    row decided at Holm's first step, α/m): ``{"A better": rate, "B better": rate}`` over ``draws``
+    draws. ASO is computed only where the t-test rejects (elsewhere it cannot change the verdict)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(shift, 1.0, (draws, n)), rng.normal(0.0, 1.0, (draws, n))
+    d = a - b
+    mean, sd = d.mean(axis=1), d.std(axis=1, ddof=1)
+    p = 2 * stats.t.sf(np.abs(mean) / (sd / math.sqrt(n)), n - 1)
+    rates = {}
+    for name, sign, (x, y) in ((DECIDED[0], 1, (a, b)), (DECIDED[1], -1, (b, a))):
+        rows = np.flatnonzero((p < ALPHA / m) & (sign * mean > 0))
+        eps = eps_min_rows(x[rows], y[rows]) if len(rows) else np.empty(0)
+        rates[name] = float(np.sum(eps < TAU)) / draws
+    return rates
 
 
 def paired_differences(scores_a: dict, scores_b: dict) -> dict[int, float]:

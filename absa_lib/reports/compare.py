@@ -1,7 +1,8 @@
 """Two sets of runs compared metric by metric (``absa compare``): paired by seed, each metric's
-differences seed by seed, their mean, where every run kept its predictions the paired bootstrap
-interval of the difference over test sentences, and the verdict of
-:mod:`absa_lib.evaluation.significance`.
+differences seed by seed, their mean with its 95% interval over seeds and the paired t-test, ASO's
+ε_min both ways, where every run kept its predictions the paired bootstrap interval of the
+difference over test sentences, and the verdict of :mod:`absa_lib.evaluation.significance` (the
+metrics of one comparison are one family: Holm over them).
 
     table = compare(find_runs("results/reference/runs", dataset="semeval", model="qacg-bert", aux="none",
                               epochs=25),
@@ -21,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 from absa_lib.errors import AbsaError
-from absa_lib.evaluation.significance import RULE, SAMPLES, Verdict, paired_bootstrap, paired_differences
+from absa_lib.evaluation.significance import (
+    RULE,
+    SAMPLES,
+    Verdict,
+    family,
+    paired_bootstrap,
+    paired_differences,
+)
 from absa_lib.reports.tables import budget_key, budget_label, metric_columns
 from absa_lib.training.runs import Run, describe
 
@@ -64,9 +72,11 @@ def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[
 def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", seed: int = 0,
             metrics: tuple[str, ...] | None = None, samples: int = SAMPLES) -> pd.DataFrame:
     """One row per metric of the dataset's table (or of ``metrics``): ``metric``, ``n_seeds``, ``a`` and ``b`` (means over
-    the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference``, ``ci_low`` and ``ci_high`` (the
-    paired bootstrap 95% interval of A − B over ``samples`` draws of the test set, points; NaN unless every run kept
-    its predictions), ``eps_a_over_b``, ``eps_b_over_a``, ``verdict`` (the rule of
+    the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference`` with ``seed_sd`` (the
+    differences' sd), ``seed_low`` and ``seed_high`` (its 95% t interval over seeds), ``p`` (the paired t-test) and ``p_adjusted`` (Holm over the metrics compared),
+    ``min_detectable`` (the smallest gain the rule finds 80% of the time at these seeds and spread, points),
+    ``ci_low`` and ``ci_high`` (the paired bootstrap 95% interval of A − B over ``samples`` draws of the test set,
+    points; NaN unless every run kept its predictions), ``eps_a_over_b``, ``eps_b_over_a``, ``verdict`` (the rule of
     :data:`~absa_lib.evaluation.significance.RULE`) and ``evidence`` (what it saw: seeds, or seeds and test sentences).
     ``runs_a`` and ``runs_b``: the seeds of one configuration each, scored alike (else AbsaError)."""
     if protocol not in PROTOCOLS:
@@ -95,6 +105,7 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
             raise AbsaError("A's and B's kept predictions are for other test examples (their keys differ); a difference "
                             "is the models' only on the same test examples")
         intervals = paired_bootstrap(dataset, kept[0][1], kept[0][0], kept[1][0], keys, samples, seed)
+    verdicts = []
     for key in keys:
         score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
                  for side, runs in (("a", runs_a), ("b", runs_b))}
@@ -104,16 +115,24 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
         ci = intervals.get(key)
         if ci is not None and any(math.isnan(x) for x in ci):
             ci = None
-        verdict = Verdict.of([score["a"][s] for s in diffs], [score["b"][s] for s in diffs], seed, ci)
+        verdicts.append(Verdict.of([score["a"][s] for s in diffs], [score["b"][s] for s in diffs], seed, ci))
         rows.append({"metric": key, "n_seeds": len(diffs),
                      "a": sum(score["a"][s] for s in diffs) / len(diffs),
                      "b": sum(score["b"][s] for s in diffs) / len(diffs),
-                     "differences": " ".join(f"{d:+.1f}" for d in diffs.values()),
-                     "mean_difference": sum(diffs.values()) / len(diffs),
-                     "ci_low": ci[0] if ci else math.nan, "ci_high": ci[1] if ci else math.nan,
-                     "eps_a_over_b": verdict.eps_a_over_b, "eps_b_over_a": verdict.eps_b_over_a,
-                     "verdict": verdict.verdict, "evidence": "seeds and test sentences" if ci else "seeds"})
+                     "differences": " ".join(f"{d:+.1f}" for d in diffs.values())})
+    for row, verdict in zip(rows, family(verdicts), strict=True):
+        row.update(verdict_columns(verdict))
     return pd.DataFrame(rows)
+
+
+def verdict_columns(verdict: Verdict) -> dict:
+    """A verdict as the columns of a comparison's row (points of the metric)."""
+    s, ci = verdict.seeds, verdict.ci
+    return {"mean_difference": s.mean, "seed_sd": s.sd, "seed_low": s.low, "seed_high": s.high, "p": s.p,
+            "p_adjusted": verdict.p_adjusted, "min_detectable": verdict.min_detectable,
+            "ci_low": ci[0] if ci else math.nan, "ci_high": ci[1] if ci else math.nan,
+            "eps_a_over_b": verdict.eps_a_over_b, "eps_b_over_a": verdict.eps_b_over_a,
+            "verdict": verdict.verdict, "evidence": "seeds and test sentences" if ci else "seeds"}
 
 
 def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol: str) -> str:
@@ -122,12 +141,14 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
     lines = [f"A: {name['A']}, {budget_label(runs_a[0].config)}",
              f"B: {name['B']}, {budget_label(runs_b[0].config)}",
              f"test set, {protocol} epoch, %; seeds {' '.join(str(s) for s in sorted(r.config['seed'] for r in runs_a))}",
-             f"{'metric':<22} {'A':>6} {'B':>6} {'A-B':>6}  {'per seed':<18} {'95% CI (test)':<15} {'eps(A>B)':>8} "
-             f"{'eps(B>A)':>8}  verdict"]
+             f"{'metric':<22} {'A':>6} {'B':>6} {'A-B':>6}  {'per seed':<18} {'95% CI (seeds)':<16} {'p (Holm)':>8} "
+             f"{'MDD':>5} {'95% CI (test)':<15} {'eps(A>B)':>8} {'eps(B>A)':>8}  verdict"]
     for r in table.itertuples():
         ci = "–" if math.isnan(r.ci_low) else f"[{r.ci_low:+.1f}, {r.ci_high:+.1f}]"
-        lines.append(f"{r.metric:<22} {r.a:6.1f} {r.b:6.1f} {r.mean_difference:+6.1f}  {r.differences:<18} {ci:<15} "
+        lines.append(f"{r.metric:<22} {r.a:6.1f} {r.b:6.1f} {r.mean_difference:+6.1f}  {r.differences:<18} "
+                     f"{f'[{r.seed_low:+.1f}, {r.seed_high:+.1f}]':<16} {r.p_adjusted:8.3f} {r.min_detectable:5.1f} {ci:<15} "
                      f"{r.eps_a_over_b:8.2f} {r.eps_b_over_a:8.2f}  {r.verdict}")
     if table["ci_low"].isna().all():
         lines.append("95% CI (test): – (a run kept no per-example predictions: trained before runs kept them)")
+    lines.append("MDD: the smallest gain the rule would find 80% of the time with these seeds and their spread")
     return "\n".join([*lines, f"rule: {RULE}"])

@@ -29,10 +29,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.reports import figure_data
-from absa_lib.reports.paper_numbers import DATASET_NAMES, METRICS
-
-METRIC_TITLES = {key: title for metrics in METRICS.values() for key, title, _ in metrics}
-"""The tables' column titles of the metrics (``aspect_strict_acc`` -> ``Strict Acc``), for axis labels."""
+from absa_lib.reports.paper_numbers import DATASET_NAMES, METRIC_TITLES
 
 # Figure 4 panels: (key in the analysis arrays, panel title, log-scale y)
 FIG4_PANELS = (
@@ -393,43 +390,63 @@ def summary_figure(data: pd.DataFrame) -> Figure:
     return fig
 
 
-VERDICT_COLOURS = {"A better": "tab:green", "B better": "tab:red", "no detectable difference": "0.45"}
+VERDICT_COLOURS = {"A better": "tab:green", "B better": "tab:red"}
 
 
 def claims_figure(table: pd.DataFrame) -> Figure:
-    """The paper's claims measured (:func:`absa_lib.reports.claims.claims_table`): per claim and
-    budget our difference A − B in points, each seed a dot and the mean a diamond coloured by the
-    verdict, the paper's gain a black tick; one panel per dataset."""
-    datasets = list(dict.fromkeys(table["dataset"]))
-    counts = [int(sum(table["dataset"] == ds)) for ds in datasets] or [1]
-    fig, axes = _new((9.5, 0.26 * sum(counts) + 1.0 * len(counts) + 0.8), nrows=len(counts),
+    """The paper's claims measured (:func:`absa_lib.reports.claims.claims_table`), one panel per budget
+    (the paper's first), each on its own linear axis of A − B in points: per claim and dataset each seed
+    a dot, the mean a diamond (filled green or red only where the verdict survives the family's
+    correction), its 95% interval over seeds a bar, the paper's gain a black tick, the minimum
+    detectable difference written at the right; rows with a training failure named, not drawn."""
+    budgets = list(dict.fromkeys(table["budget"]))
+    counts = [int(sum(table["budget"] == b)) for b in budgets] or [1]
+    fig, axes = _new((10, 0.27 * sum(counts) + 1.1 * len(counts) + 0.9), nrows=len(counts),
                      gridspec_kw={"height_ratios": counts})
-    ticks = [-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50]
-    reach = max([abs(float(d)) for d in " ".join(table["differences"]).split()] + list(table["paper_gain"].abs().dropna())
-                + [2.0])
-    for ax, ds in zip((row[0] for row in axes), datasets, strict=False):
-        part = table[table["dataset"] == ds].reset_index(drop=True)
-        y = np.arange(len(part))[::-1]
+    for ax, budget in zip((row[0] for row in axes), budgets, strict=False):
+        part = table[table["budget"] == budget].reset_index(drop=True)
+        failed = part["verdict"].str.startswith("training failure")
+        drawn = part[~failed]
+        values = [float(d) for d in " ".join(drawn["differences"]).split()] + [*drawn["seed_low"], *drawn["seed_high"],
+                                                                               *drawn["paper_gain"].dropna(), 0.0]
+        low, high = min(values), max(values)
+        pad = 0.08 * (high - low or 1.0)
+        ax.set_xlim(low - pad, high + pad)
         ax.axvline(0, color="0.6", linewidth=0.8)
+        y = np.arange(len(part))[::-1]
         for yi, r in zip(y, part.itertuples(), strict=True):
+            if r.verdict.startswith("training failure"):
+                ax.text(0.5, yi, f"{r.verdict}: not compared", transform=ax.get_yaxis_transform(), ha="center",
+                        va="center", fontsize=6.5, color="0.4", style="italic")
+                continue
             seeds = [float(d) for d in r.differences.split()]
+            ax.hlines(yi, r.seed_low, r.seed_high, color="0.35", linewidth=1.2, zorder=2)
             ax.scatter(seeds, [yi] * len(seeds), s=10, color="0.55", zorder=2, linewidths=0)
-            ax.scatter([r.difference], [yi], marker="D", s=28, color=VERDICT_COLOURS[r.verdict], zorder=3)
+            colour = VERDICT_COLOURS.get(r.verdict)
+            ax.scatter([r.difference], [yi], marker="D", s=28, zorder=3, edgecolors="0.2", linewidths=0.8,
+                       color=colour or "white")
             if not math.isnan(r.paper_gain):
                 ax.vlines(r.paper_gain, yi - 0.35, yi + 0.35, color="black", linewidth=1.8, zorder=4)
-        ax.set_yticks(y, [f"{r.claim} [{r.budget}]" for r in part.itertuples()], fontsize=7)
-        ax.set_xscale("symlog", linthresh=2)
-        ax.set_xlim(-reach * 1.3, reach * 1.3)
-        ax.set_xticks([t for t in ticks if abs(t) <= reach * 1.3], [f"{t:+d}" if t else "0" for t in ticks
-                                                                    if abs(t) <= reach * 1.3])
-        ax.set_xlabel(f"A − B, points of {METRIC_TITLES.get(part['metric'].iloc[0], '')} (test, dev-selected)", fontsize=8)
-        ax.set_title(DATASET_NAMES.get(ds, ds), fontsize=9)
+            ax.text(1.01, yi, f"{r.min_detectable:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=6.5)
+        ax.text(1.01, len(part) - 0.3, "MDD", transform=ax.get_yaxis_transform(), va="bottom", fontsize=6.5,
+                weight="bold")
+        ax.set_yticks(y, [f"{r.claim} · {DATASET_NAMES.get(r.dataset, r.dataset)}" for r in part.itertuples()],
+                      fontsize=7)
+        ax.set_ylim(-0.7, len(part) - 0.3)
+        metric = " / ".join(dict.fromkeys(METRIC_TITLES.get(m, m) for m in part["metric"]))
+        ax.set_xlabel(f"A − B, points of the selection metric ({metric}; test, dev-selected epoch); linear axis\n"
+                      "MDD (right): the smallest gain the verdict rule would find 80% of the time with these seeds "
+                      "and their spread", fontsize=7.5)
+        kind = "the paper's budget: its claims" if part["paper_budget"].iloc[0] else "early training, not the paper's claims"
+        ax.set_title(f"{budget}: {kind} (Holm over the {int((~failed).sum())} comparisons)", fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=7)
-    handles = [plt.Line2D([], [], marker="D", linestyle="", color=c, markersize=5) for c in VERDICT_COLOURS.values()]
-    handles += [plt.Line2D([], [], marker="o", linestyle="", color="0.55", markersize=3),
-                plt.Line2D([], [], color="black", linewidth=1.8)]
-    fig.legend(handles, [*VERDICT_COLOURS, "one seed", "the paper's gain"], loc="outside lower center", ncols=5,
-               fontsize=7, frameon=False)
+    handles = [plt.Line2D([], [], marker="D", linestyle="", color=c, markeredgecolor="0.2", markersize=5)
+               for c in VERDICT_COLOURS.values()]
+    handles += [plt.Line2D([], [], marker="D", linestyle="", color="white", markeredgecolor="0.2", markersize=5),
+                plt.Line2D([], [], marker="o", linestyle="", color="0.55", markersize=3),
+                plt.Line2D([], [], color="0.35", linewidth=1.2), plt.Line2D([], [], color="black", linewidth=1.8)]
+    fig.legend(handles, ["A better", "B better", "undecided (mean)", "one seed", "95% interval over seeds",
+                         "the paper's gain"], loc="outside lower center", ncols=6, fontsize=7, frameon=False)
     return fig
 
 
