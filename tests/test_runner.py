@@ -83,7 +83,7 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()               # listing and counting made the runs folder
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
-    assert "started" in out and "done in" in out
+    assert "started" in out and "done in" in out and "1 of 1 runs done, 0 left" in out
     summary = json.loads((tmp_path / "runs" / "grid_summary_mini_cell1.json").read_text())
     assert summary["trained"] == 1 and summary["failed"] == 0 and summary["rows"][0]["examples_per_s"] > 0
     run = summary["rows"][0]["run"]
@@ -348,3 +348,12 @@ def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tm
     assert cost_summary(tmp_path / "runs") == ("4 runs: 1 on AMD EPYC 9R14 (2 cores, 1 thread), 0.5 h; "
                                                "1 on NVIDIA H100, 0.5 h; 2 on x86_64 (2 cores, 1 thread), "
                                                "2.0 h (training and evaluation, summed over runs)")
+
+
+def test_the_grid_says_how_many_runs_are_left_and_how_long_they_take():
+    from absa_lib.harness.runner import _remaining
+
+    rows = [{"status": "trained", "wall_seconds": 600.0}, {"status": "cached"}, {"status": "trained", "wall_seconds": 1200.0}]
+    assert _remaining(rows, 10, 1) == "; 3 of 10 runs done, 7 left, about 1 h 45 min at this grid's pace"
+    assert _remaining(rows, 10, 2) == "; 3 of 10 runs done, 7 left, about 1 h 00 min at this grid's pace"
+    assert _remaining(rows[1:2], 4, 1) == "; 1 of 4 runs done, 3 left"           # nothing trained: no pace yet

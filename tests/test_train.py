@@ -132,6 +132,43 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
     np.testing.assert_array_equal(a, b)
 
 
+def test_an_epoch_interrupted_midway_resumes_at_its_batch_and_ends_as_an_uninterrupted_run(
+        first_run, tmp_path, monkeypatch, capsys):
+    """With the resume state saved inside the epoch (here after every batch), a run killed in epoch 2's
+    third batch resumes at that batch and writes the records an uninterrupted run writes."""
+    every_batch = runs.Launch(checkpoint_seconds=0)
+    per_epoch = len(splits.epoch_batches(small(), [None] * first_run.config["n_train_inputs"], 1))
+    calls = {"n": 0}
+    real = training._step_loss
+
+    def dies_in_epoch_two(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == per_epoch + 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "_step_loss", dies_in_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(small(), runs_dir=tmp_path, progress=False, launch=every_batch)
+    last = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id / "checkpoints" / "last"
+    assert json.loads((last / "trainer_state.json").read_text())["partial"]["batches"] == 2
+    calls["n"] = -10**6                                 # counts the resumed run's steps from here
+    capsys.readouterr()
+    resumed = training.train(small(), runs_dir=tmp_path, progress=True, launch=every_batch)
+    err = capsys.readouterr().err
+    assert "after epoch 1 and batch 2 of epoch 2" in err and "examples/s" in err
+    assert calls["n"] + 10**6 == per_epoch - 2          # epoch 1 and epoch 2's first two batches were not redone
+    assert timeless(resumed.metrics) == timeless(first_run.metrics)
+    assert "partial" not in json.loads((last / "trainer_state.json").read_text())
+
+
+def test_the_seconds_between_saves_inside_an_epoch_are_checked():
+    assert runs.Launch.from_environ({"ABSA_CHECKPOINT_SECONDS": "60"}).checkpoint_seconds == 60
+    for bad in ("-1", "soon", "nan"):
+        with pytest.raises(AbsaError, match=r"^ABSA_CHECKPOINT_SECONDS="):
+            runs.Launch.from_environ({"ABSA_CHECKPOINT_SECONDS": bad})
+
+
 def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch(tmp_path):
     """Started on machine A (epochs 1-8), resumed on B (cut off in epoch 9), resumed again after epoch 8:
     A is kept, B trained nothing that is kept; a run trained from the start keeps none."""

@@ -175,6 +175,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
     waiting: dict[int, tuple[Cell, float]] = {}     # busy in another process: cell, next look at its lock
     waited: set[int] = set()
     free = _slots(workers)
+    slots = len(free)
     if threads is None and free[0] is None and len(free) > 1:
         threads = 1                               # CPU runs side by side: one core each
     n = len(cells)
@@ -237,13 +238,25 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
             if proc.returncode == RunBusy.exit_code:       # another process took the run since the look
                 wait_or_skip(i, cell, path, _refusal(fh.name, path), log=fh.name)
                 continue
-            log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
-                                        f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}"))
             rows.append(row(i, cell, path, "trained" if ok else "failed", wall_seconds=wall, examples_per_s=speed,
                             log=fh.name))
+            log(f"{what(i, cell)}: " + (f"done in {wall:.0f}s ({speed or 0:.1f} train ex/s)" if ok else
+                                        f"FAILED (exit {proc.returncode}): {_last_line(fh.name)}; log: {fh.name}")
+                + _remaining(rows, n, slots))
         if running or waiting:
             time.sleep(1.0)
     return sorted(rows, key=lambda r: r["cell"])
+
+
+def _remaining(rows: list[dict], n: int, slots: int) -> str:
+    """``; 3 of 35 runs done, 32 left, about 5 h 20 min at this grid's pace``: the runs left times the
+    mean wall time of those trained here, shared over the parallel slots."""
+    walls = [r["wall_seconds"] for r in rows if r["status"] == "trained"]
+    left = n - len(rows)
+    text = f"; {len(rows)} of {n} runs done, {left} left"
+    if left and walls:
+        text += f", about {runs.duration_text(sum(walls) / len(walls) * -(-left // max(1, slots)))} at this grid's pace"
+    return text
 
 
 def _launch(cell: Cell, runs_dir: Path, data_dir: str | None, slot: str | None, threads: int | None,

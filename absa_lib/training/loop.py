@@ -45,6 +45,7 @@ from absa_lib.training.runs import (
     Launch,
     Run,
     claimed_run_folder,
+    duration_text,
     env_record,
     load_run,
     marked_complete,
@@ -83,7 +84,14 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     with claimed_run_folder(path, force):        # before the work: a read-only --out fails now, not later
         if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
             return load_run(path)
+        if progress:
+            print(f"[absa] {config.dataset} {config.model}, seed {config.seed}: {path}; tokenizing the data and "
+                  "building the model", file=sys.stderr, flush=True)
         s = _open_run(config, path, tokenizer, data_dir, launch)   # or resume after the last finished epoch
+        if progress:
+            print(f"[absa] {config.epochs - s.state['epoch']} of {config.epochs} epochs to train, "
+                  f"{s.total_steps // config.epochs:,} batches of {config.batch_size} each, then dev and test",
+                  file=sys.stderr, flush=True)
         startup = launch.seconds_since_spawned()
         for epoch in range(s.state["epoch"] + 1, config.epochs + 1):
             row = _train_epoch(s, epoch, progress)
@@ -139,7 +147,9 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
     state = _resume(last, model, optimizer)
     atomic_write_json(path / "env.json", env_record(path / "env.json", state["epoch"] if state else 0))
     if state is not None:                                   # resume after an interruption
-        print(f"[absa] resuming {path} after epoch {state['epoch']}", file=sys.stderr)
+        within = state.get("partial")
+        where = f" and batch {within['batches']} of epoch {within['epoch']}" if within else ""
+        print(f"[absa] resuming {path} after epoch {state['epoch']}{where}", file=sys.stderr)
     if not launch.keep_resume_state:                # it would not be kept current: none rather than a stale one
         shutil.rmtree(last, ignore_errors=True)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
@@ -171,14 +181,21 @@ def _resume(last: Path, model, optimizer) -> dict | None:
 
 
 def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
-    """One pass over the epoch's batches (learning rate set per step); returns the epoch's row."""
+    """One pass over the epoch's batches (learning rate set per step); returns the epoch's row. Every
+    ``launch.checkpoint_seconds`` the resume state is saved inside the epoch too (the batches done,
+    their losses, the RNG state), and an epoch begun before an interruption continues where it was."""
     config, state = s.config, s.state
     s.model.train()
-    t0, losses = time.time(), []
     order = epoch_batches(config, s.train_enc, epoch)
-    bar = _Progress(progress, len(order), f"epoch {epoch}/{config.epochs}")
+    begun = state.pop("partial", None) or {"epoch": epoch, "batches": 0, "losses": [], "seconds": 0.0}
+    if begun["epoch"] != epoch:
+        raise AbsaError(f"{s.path}: the resume state is inside epoch {begun['epoch']}, not {epoch}; rerun with "
+                        "--force to train this run from the start")
+    done, losses = begun["batches"], [torch.tensor(x) for x in begun["losses"]]
+    t0 = saved = time.time()
+    bar = _Progress(progress, s, epoch, len(order), done)
     pad = pad_multiple(config.compile, step_routing(config.model, config.sampler), config.max_length)
-    for _, batch in batches(s.train_enc, order, s.pad_id, pad):
+    for i, (_, batch) in enumerate(batches(s.train_enc, order[done:], s.pad_id, pad), start=done + 1):
         factor = lr_factor(state["step"], s.total_steps, config.warmup, config.schedule)
         for group in s.optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
@@ -192,9 +209,15 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         state["step"] += 1
         losses.append(loss.detach().clone())      # no host sync per step (clone: CUDA graphs reuse outputs)
         bar.update(losses[-1])
+        if s.launch.keep_resume_state and i < len(order) and time.time() - saved >= s.launch.checkpoint_seconds:
+            state["partial"] = {"epoch": epoch, "batches": i, "losses": [float(x) for x in losses],
+                                "seconds": begun["seconds"] + time.time() - t0}
+            save_checkpoint(s.path / "checkpoints" / "last", s.model, s.path.name, state["epoch"], s.optimizer, state)
+            del state["partial"]
+            saved = time.time()
     bar.close()
     loss = float(np.mean(torch.stack(losses).tolist())) if losses else float("nan")
-    return {"epoch": epoch, "train_loss": loss, "seconds": time.time() - t0}
+    return {"epoch": epoch, "train_loss": loss, "seconds": begun["seconds"] + time.time() - t0}
 
 
 def _step_loss(s: _Session, batch: dict) -> torch.Tensor:
@@ -282,24 +305,52 @@ def _finish(s: _Session) -> Run:
 
 
 class _Progress:
-    """tqdm on a terminal; plain log lines (about ten per epoch) otherwise."""
+    """What a person waiting sees: on a terminal a bar per epoch (examples, examples/s, time left in the
+    epoch); otherwise a line at most every :data:`LOG_SECONDS` and at the epoch's end. Both say, once
+    the first :data:`SPEED_BATCHES` batches have run, how long the whole run will take at that speed."""
 
-    def __init__(self, enabled: bool, total: int, desc: str):
-        self.tty, self.total, self.desc, self.n = enabled and sys.stderr.isatty(), total, desc, 0
-        self.enabled = enabled
+    LOG_SECONDS = 60.0
+    SPEED_BATCHES = 20
+
+    def __init__(self, enabled: bool, s: _Session, epoch: int, total: int, done: int = 0):
+        self.enabled, self.tty = enabled, enabled and sys.stderr.isatty()
+        self.s, self.total, self.n, self.first = s, total, done, done
+        self.desc = f"epoch {epoch}/{s.config.epochs}"
+        self.t0 = self.logged = time.time()
+        self.estimated = s.state["step"] > 0 and epoch > 1          # said once per process, in its first epoch
         if self.tty:
             from tqdm.auto import tqdm
-            self.bar = tqdm(total=total, desc=desc, leave=False)
+            self.bar = tqdm(total=total * s.config.batch_size, initial=done * s.config.batch_size, desc=self.desc,
+                            unit="ex", leave=False)
+
+    def _say(self, line: str) -> None:
+        if self.tty:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def update(self, loss: torch.Tensor) -> None:
         """One step done; ``loss`` is read (a host sync) only when it is shown."""
         self.n += 1
+        if not self.enabled:
+            return
+        now, batch = time.time(), self.s.config.batch_size
+        per_batch = (now - self.t0) / (self.n - self.first)
+        if not self.estimated and self.n - self.first >= min(self.SPEED_BATCHES, self.total - self.first):
+            self.estimated = True
+            left = (self.s.total_steps - self.s.state["step"]) * per_batch
+            self._say(f"[absa] {batch / per_batch:.1f} examples/s over the first {self.n - self.first} batches: "
+                      f"the run's {self.s.total_steps - self.s.state['step']:,} batches left take about "
+                      f"{duration_text(left)} at this speed, plus evaluation after each epoch")
         if self.tty:
-            self.bar.update(1)
+            self.bar.update(batch)
             self.bar.set_postfix(loss=f"{loss.item():.4f}")
-        elif self.enabled and (self.n % max(1, self.total // 10) == 0 or self.n == self.total):
-            print(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}", file=sys.stderr, flush=True)
+        elif now - self.logged >= self.LOG_SECONDS or self.n == self.total:
+            self.logged = now
+            self._say(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}, "
+                      f"{batch / per_batch:.1f} examples/s, epoch left {duration_text((self.total - self.n) * per_batch)}")
 
     def close(self) -> None:
         if self.tty:
             self.bar.close()
+

@@ -214,6 +214,15 @@ class Run:
 
 
 
+def duration_text(seconds: float) -> str:
+    """A wait as a person reads it: ``3 h 05 min``, ``12 min``, ``40 s``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
 @dataclass(frozen=True)
 class Launch:
     """How this process trains its runs; none of it changes a result. The callers (``absa train``,
@@ -227,6 +236,10 @@ class Launch:
       CG/QACG-BERT, about 2.2 GB for a SentiHood BERT-single's eight classifiers, written and hashed
       after every epoch). 0 where nothing could resume from it (a machine that is gone when the job
       ends): a run interrupted there starts again from epoch 1. Results are the same either way.
+    - ``checkpoint_seconds`` (``$ABSA_CHECKPOINT_SECONDS``, default 300): with the resume state kept,
+      it is also saved inside an epoch at most this often, so that an interrupted hour-long epoch
+      resumes where it was (the batches done, their losses and the RNG state) and ends with the record
+      an uninterrupted run writes.
     - ``spawned_at`` (``$ABSA_SPAWNED_AT``, set by the grid runner): when the grid launched this
       process, so that the run records its start-up (the interpreter, imports, tokenizing, building the
       model, a resumed checkpoint) and its whole wall time. None when no grid launched it.
@@ -235,6 +248,7 @@ class Launch:
     cache_only: bool = False
     keep_resume_state: bool = True
     spawned_at: float | None = None
+    checkpoint_seconds: float = 300.0
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Launch:
@@ -249,8 +263,16 @@ class Launch:
             spawned_at = None
         if spawned_at is not None and not math.isfinite(spawned_at):
             spawned_at = None
+        every = environ.get("ABSA_CHECKPOINT_SECONDS", "300")
+        try:
+            checkpoint_seconds = float(every)
+        except ValueError:
+            checkpoint_seconds = math.nan
+        if not (math.isfinite(checkpoint_seconds) and checkpoint_seconds >= 0):
+            raise AbsaError(f"ABSA_CHECKPOINT_SECONDS={every!r}: expected the seconds between saves of the resume "
+                            "state inside an epoch, a number of 0 or more (default 300)")
         return cls(cache_only=environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"),
-                   keep_resume_state=resume == "1", spawned_at=spawned_at)
+                   keep_resume_state=resume == "1", spawned_at=spawned_at, checkpoint_seconds=checkpoint_seconds)
 
     def seconds_since_spawned(self) -> float | None:
         """Seconds since the grid launched this process; None when no grid launched it."""
