@@ -90,13 +90,14 @@ p = yaml.safe_load(open(sys.argv[1]))
 print(p['results_dir'], p['figures_dir'])" "$PARAMS")
 
 start=$(date +%s)
+# the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
+# notebook and every cell of a grid reads them
+"$PY" -m absa_lib.harness.run_all data "$PARAMS" || exit 1
 if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
-  # the benchmark files first (checked; downloaded when missing): every cell of the grid reads them
-  "$PY" -c "import sys, yaml; from absa_lib.harness.session import ensure_data
-ensure_data(yaml.safe_load(open(sys.argv[1])).get('data_dir') or None)" "$PARAMS" || exit 1
   echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (follow it: tail -f ${OUT#"$ROOT"/}/grid.log)" >&2
   if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" > "$OUT/grid.log" 2>&1; then
-    echo "[run_all] FAILED: the grid of runs (profile $PROFILE): $(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1)" >&2
+    reason="$(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1)"
+    echo "[run_all] FAILED: the grid of runs (profile $PROFILE): ${reason:-$(tail -n 1 "$OUT/grid.log")}" >&2
     echo "[run_all]   see $OUT/grid.log and the run logs it names" >&2
     exit 1
   fi

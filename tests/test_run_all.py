@@ -363,3 +363,21 @@ def test_the_executed_notebooks_are_committed_not_ignored():
                          check=False, timeout=30)
     assert res.returncode == 0
     assert (EXECUTED / "README.md").is_file()
+
+
+def test_the_data_step_finds_the_files_or_says_how_to_point_at_a_copy(tmp_path, monkeypatch, real_data_dir):
+    from absa_lib.data import download as D
+    from absa_lib.harness.run_all import data_lines
+
+    ok, lines = data_lines(str(real_data_dir))
+    assert ok and lines == [f"[data] the benchmark files are in {real_data_dir}"]
+
+    def offline(*args, **kwargs):
+        raise D.AbsaError("could not download sentihood/sentihood-train.json (1,013,925 bytes): no network; check "
+                          "the network, or place the file yourself")
+
+    monkeypatch.setattr(D, "download", offline)
+    ok, lines = data_lines(str(tmp_path))
+    assert not ok and lines[0].startswith(f"[data] not in {tmp_path}: ") and "sentihood-train.json is missing" in lines[0]
+    assert lines[2] == "[data] FAILED: could not download sentihood/sentihood-train.json (1,013,925 bytes): no network"
+    assert "ABSA_DATA_DIR" in lines[3] and all(len(line) <= 100 for line in lines[3:])

@@ -88,7 +88,7 @@ def test_setup_takes_the_parameters_the_notebook_declares(tmp_path, capsys, monk
     monkeypatch.setattr(session, "ensure_data", checked.append)
     namespace = {"__annotations__": {"profile": str, "results_dir": str, "figures_dir": str},
                  "profile": "smoke", "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path / "f"),
-                 "epochs": 99}                                   # injected by papermill, not declared: ignored
+                 "session": session, "In": [""], "_": None}       # a module, IPython's own names: not parameters
     nb = session.setup("01_data", namespace)
     assert checked == [None]
     session.setup("02_cg_bert", {"__annotations__": {"profile": str, "data_dir": str}, "profile": "smoke",
@@ -97,7 +97,7 @@ def test_setup_takes_the_parameters_the_notebook_declares(tmp_path, capsys, monk
     assert nb.params == {"profile": "smoke", "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path / "f")}
     assert nb.dirs.results == tmp_path / "r" and nb.dirs.results.is_dir() and nb.dirs.runs is None
     out = capsys.readouterr().out                                 # only declared names are compared
-    assert nb.data_dir is None and "changed parameters: figures_dir=" in out and "epochs" not in out
+    assert nb.data_dir is None and "changed parameters: figures_dir=" in out
     (tmp_path / "r" / "t.csv").write_text("x\n")
     nb.outputs.append(tmp_path / "r" / "t.csv")
     nb.finish()
@@ -318,3 +318,13 @@ def test_a_list_given_as_text_by_papermill_is_refused_with_the_way_to_give_it(tm
         namespace = {"__annotations__": {"profile": str, "seeds": list}, "profile": "smoke", "seeds": seeds}
         with pytest.raises(AbsaError, match=re.escape(f"03_qacg_bert: parameter: {needle}") + r".*-y '\{seeds: \[7\]\}'"):
             session.setup("03_qacg_bert", namespace)
+
+
+def test_a_name_the_notebook_does_not_declare_is_refused_naming_those_it_does(tmp_path, monkeypatch):
+    """papermill -p seed 7 (for seeds) only warns and runs on the defaults; the first cell refuses it."""
+    monkeypatch.setattr(session, "ensure_data", lambda data_dir: None)
+    namespace = {"__annotations__": {"profile": str, "seeds": list, "epochs": int}, "profile": "smoke",
+                 "seeds": [42], "epochs": 1, "seed": 7}
+    with pytest.raises(AbsaError, match=r"^03_qacg_bert: no parameter 'seed' \(did you mean 'seeds'\?\); its "
+                                        r"parameters: profile, seeds, epochs$"):
+        session.setup("03_qacg_bert", namespace)

@@ -308,9 +308,37 @@ def write_normalized(executed: Path, dest: Path, root: Path) -> bool:
 # ------------------------------------------------------------------------------------------- command line
 
 
+DATA_HELP = ("the benchmark files come from their public sources (`absa data download`, about 8.6 MB, each "
+             "checked by size and SHA-256); to use a copy, set ABSA_DATA_DIR to its folder (README, \"The data\")")
+
+
+def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
+    """Whether the benchmark files are in place (downloading the missing ones), and the lines that say
+    so; on failure the lines name the folder, the first bad file and the two ways to fix it, each short
+    enough for a terminal."""
+    from absa_lib.data.download import download, verify
+    from absa_lib.paths import resolve_data_dir
+
+    folder = resolve_data_dir(data_dir)
+    try:
+        verify(data_dir)
+        return True, [f"[data] the benchmark files are in {folder}"]
+    except AbsaError as missing:
+        lines = [f"[data] not in {folder}: {missing}".split("; run `absa data download`")[0], "[data] downloading them"]
+    try:
+        download(data_dir)
+    except AbsaError as err:
+        return False, [*lines, f"[data] FAILED: {err}".split("; check the network")[0],
+                       "[data] fix: connect to the network and run again, or set ABSA_DATA_DIR to a folder",
+                       "[data]      that holds the files (sentihood/, semeval2014/; README, \"The data\")"]
+    return True, [*lines, f"[data] downloaded into {folder}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m absa_lib.harness.run_all", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    data = sub.add_parser("data", help="check the benchmark files, download the missing ones, or say how to fix it")
+    data.add_argument("params", nargs="?", default=None, help="a profile's values (its data_dir); none: ABSA_DATA_DIR")
     p = sub.add_parser("params", help="write OUT/NN_name.params.yaml: each notebook's declared parameters")
     p.add_argument("params")
     p.add_argument("out")
@@ -326,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--profile", required=True)
     args = parser.parse_args(argv)
     try:
+        if args.command == "data":
+            given = read_profile_file(Path(args.params)).get("data_dir") if args.params else None
+            ok, lines = data_lines(given or None)
+            print("\n".join(lines), file=sys.stderr)
+            return 0 if ok else 1
         root = _root()
         if args.command == "params":
             write_notebook_params(Path(args.params), Path(args.out))

@@ -16,6 +16,7 @@ the reference) and the ``show_*`` helpers.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,10 +71,22 @@ class Session:
 
 def setup(notebook: str, namespace: dict) -> Session:
     """The session of ``notebook``, from the parameters annotated in ``namespace`` (its ``globals()``),
-    with the benchmark files checked (downloaded when missing), so a notebook also runs on its own."""
+    with the benchmark files checked (downloaded when missing), so a notebook also runs on its own.
+
+    A name given to the notebook that its parameters cell does not declare (papermill's ``-p seed 7``
+    for ``seeds``, which papermill only warns about) is refused, naming the declared ones; in Jupyter
+    every :class:`~absa_lib.errors.AbsaError` from here on shows as its one line, not a traceback."""
+    one_line_errors()
     params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
     if "profile" not in params:
         raise AbsaError(f"{notebook}: its parameters cell declares no `profile: str = ...`")
+    unknown = sorted(name for name, value in namespace.items()
+                     if name not in params and not name.startswith("_") and name not in _SHELL_NAMES
+                     and isinstance(value, (str, int, float, bool, list, dict, type(None))))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], params, n=1)
+        raise AbsaError(f"{notebook}: no parameter {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                        + f"; its parameters: {', '.join(params)}")
     try:
         check_values(params, f"{notebook}: parameter")
     except AbsaError as err:                        # papermill -p seeds '[7]' passes the text '[7]'
@@ -92,6 +105,20 @@ def setup(notebook: str, namespace: dict) -> Session:
     data_dir = params.get("data_dir") or None
     ensure_data(data_dir)
     return Session(notebook, params, dirs, data_dir, changed=changed)
+
+
+_SHELL_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}   # what IPython puts in a notebook's globals
+
+
+def one_line_errors() -> None:
+    """In IPython (Jupyter, papermill): show an :class:`AbsaError` as its one line (``AbsaError: ...``),
+    which is what it was written to be, instead of the traceback above it. Elsewhere nothing changes."""
+    try:
+        shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 (defined only inside IPython)
+    except NameError:
+        return
+    shell.set_custom_exc((AbsaError,), lambda shell, etype, value, tb, tb_offset=None:
+                         shell.showtraceback((etype, value, tb), exception_only=True))
 
 
 def resolve_dir(path: str | Path, create: bool = True) -> Path:
