@@ -96,7 +96,7 @@ start=$(date +%s)
 if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
   echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (follow it: tail -f ${OUT#"$ROOT"/}/grid.log)" >&2
   if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" > "$OUT/grid.log" 2>&1; then
-    reason="$(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1)"
+    reason="$(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1 || true)"
     echo "[run_all] FAILED: the grid of runs (profile $PROFILE): ${reason:-$(tail -n 1 "$OUT/grid.log")}" >&2
     echo "[run_all]   see $OUT/grid.log and the run logs it names" >&2
     exit 1

@@ -172,7 +172,7 @@ def test_run_all_checks_the_data_before_the_grid_trains(tmp_path):
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 1 and "FAILED: the grid of runs" in res.stderr, res.stderr
     calls = log.read_text().splitlines()
-    data = [i for i, c in enumerate(calls) if "ensure_data" in c]
+    data = [i for i, c in enumerate(calls) if "absa_lib.harness.run_all data" in c]
     grid = [i for i, c in enumerate(calls) if " grid " in c]
     assert data and len(grid) == 1 and max(data) < grid[0], calls      # (a -c program logs a line per line)
 
