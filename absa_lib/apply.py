@@ -29,7 +29,7 @@ from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
 from absa_lib.models import load_tokenizer
 from absa_lib.training.config import config_from_record
-from absa_lib.training.runs import Run, load_run
+from absa_lib.training.runs import EXPORT_RECORD, ExportedModel, Run, load_model_folder
 
 
 def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
@@ -149,7 +149,7 @@ def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
     return sentences
 
 
-def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
+def predict_texts(run: Run | ExportedModel | str | os.PathLike, texts: list[str], targets: list[str] | None = None,
                   truncate: bool = False, model=None, tokenizer=None,
                   names: list[str] | None = None, locations: list[str] | None = None,
                   explain: bool = False, inference: str = "fp32",
@@ -158,7 +158,7 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     and one pass in length-sorted batches for all of them.
 
     Args:
-        run: a :class:`Run` or its folder.
+        run: a :class:`Run` or its folder, or a folder ``absa export`` wrote (it needs nothing else).
         texts: review sentences.
         targets: restrict to these targets: SentiHood's masks, or your own data's declared targets
             (default: every one each text names).
@@ -184,14 +184,14 @@ def predict_texts(run: Run | str | os.PathLike, texts: list[str], targets: list[
     """
 
     prefix = _error_prefixes(texts, targets, locations, names)
-    run = run if isinstance(run, Run) else load_run(run)
-    config = config_from_record(run.config, run.path / "config.json")
+    run = run if isinstance(run, (Run, ExportedModel)) else load_model_folder(run)
+    config = config_from_record(run.config, run.path / (EXPORT_RECORD if isinstance(run, ExportedModel) else "config.json"))
     if explain_head is not None and not explain:
         raise AbsaError("explain_head shows an explanation's attention: pass explain=True too (--explain)")
     if explain:
         check_explainable(config.model)
     texts, examples, owner, named = _texts_as_examples(config.dataset, texts, targets, locations, prefix)
-    tokenizer = tokenizer or load_tokenizer(config.backbone)
+    tokenizer = tokenizer or load_tokenizer(str(run.path) if isinstance(run, ExportedModel) else config.backbone)
     encoded = encode_examples(examples, config.aux, tokenizer, config.max_length)
     truncated = [False] * len(texts)
     per_example = len(encoded) // len(examples)        # 1, or one input per candidate label (B variants)
@@ -283,7 +283,7 @@ def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefi
     return texts, examples, owner, named
 
 
-def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | None = None,
+def predict_text(run: Run | ExportedModel | str | os.PathLike, text: str, targets: list[str] | None = None,
                  truncate: bool = False, model=None, tokenizer=None,
                  locations: list[str] | None = None, explain: bool = False, inference: str = "fp32",
                  explain_head: tuple[int, int] | None = None) -> dict:
@@ -294,7 +294,7 @@ def predict_text(run: Run | str | os.PathLike, text: str, targets: list[str] | N
         "label", "probabilities", ["explanation"]}]}`` (``text``: as the model read it, after ``locations``
         masking; ``words`` and ``explanation`` with ``explain``).
     """
-    run = run if isinstance(run, Run) else load_run(run)
+    run = run if isinstance(run, (Run, ExportedModel)) else load_model_folder(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
                               locations=locations, explain=explain, inference=inference, explain_head=explain_head)
     return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from absa_lib.evaluation.analysis import gradient_sensitivity
 from absa_lib.evaluation.explain import check_explainable, word_pieces
 from absa_lib.models import load_tokenizer
 from absa_lib.models.pretrained import AbsaPreTrainedModel
-from absa_lib.reports.model_card import CARD
+from absa_lib.reports.model_card import CARD, export_run
 from absa_lib.reports.tables import metric_columns
 from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
@@ -139,7 +140,7 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
     for needed in ("## Model", run.run_id, run.config["backbone_fingerprint"], "## Data", "Saeidi et al. 2016",
                    "## Training", "## Test metrics (%)", "dev-selected epoch", "test-selected epoch",
                    "the paper: QACG-BERT (auxiliary sentences)", "All-None (trivial)", "## Intended use and limits",
-                   "LOCATION1", "tiny random BERT", "## How to load", "from_pretrained"):
+                   "LOCATION1", "tiny random BERT", "## How to use", "predict_text(\"PATH\", ", "from_pretrained"):
         assert needed in body, needed
     exported = AbsaPreTrainedModel.from_pretrained(folder).eval()
     original = run.load_model().eval()
@@ -151,8 +152,36 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
                      context_ids=torch.tensor([1])).logits
     assert torch.equal(a, b)
     assert (folder / "tokenizer_config.json").is_file()
+    import os
+    mask = os.umask(0)
+    os.umask(mask)
+    assert all(p.stat().st_mode & 0o777 == 0o666 & ~mask for p in folder.iterdir())   # readable like the rest
     assert main(["export", str(run.path), str(folder)]) == 2                # not over a folder with files
     assert "exists and is not an empty folder" in capsys.readouterr().err
+
+
+def test_an_exported_folder_alone_predicts_what_its_run_predicts(runs, tmp_path, capsys, monkeypatch):
+    """The folder is all it needs: moved away from the runs, with the hub offline and the run folder
+    gone from reach, predict_text and `absa predict` give the run's predictions; labels are named in its
+    config.json and each context id's (target, aspect) in absa_export.json; a changed file is refused."""
+    run = runs["sentihood"]
+    folder = tmp_path / "export"
+    export_run(run, folder)
+    moved = shutil.move(str(folder), str(tmp_path / "elsewhere" / "model"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    alone = predict_text(moved, SENTENCE)
+    assert alone["predictions"] == predict_text(run, SENTENCE)["predictions"]
+    config = json.loads((Path(moved) / "config.json").read_text())
+    assert config["id2label"] == {"0": "None", "1": "Positive", "2": "Negative"}
+    record = json.loads((Path(moved) / "absa_export.json").read_text())
+    assert record["contexts"]["5"] == ["LOCATION2", "price"] and record["run"]["run_id"] == run.run_id
+    assert main(["predict", "--run", moved, SENTENCE]) == 0
+    assert json.loads(capsys.readouterr().out)["predictions"] == alone["predictions"]
+    assert not list(Path(moved).parent.glob(".*partial"))              # nothing staged left beside it
+    weights = Path(moved) / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
+    assert main(["predict", "--run", moved, SENTENCE]) == 2
+    assert "changed since export" in capsys.readouterr().err
 
 
 def test_qacg_attention_per_word_adds_up_as_equation_4(runs, tmp_path):

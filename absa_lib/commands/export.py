@@ -10,11 +10,12 @@ from absa_lib.commands import DATA_DIR_HELP
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="write a run's model as a Hugging Face folder with a model card (README.md)",
-                       description="Write the dev-selected checkpoint of RUN, its tokenizer and a model card "
-                       "(README.md: the model, backbone, data and its terms, budget, test metrics beside the paper's "
-                       "and the trivial floor, intended use and limits, how to load it) to DIR, a new folder; "
-                       "AutoModel.from_pretrained(DIR) then loads it offline (after `import absa_lib.models`), and "
-                       "`huggingface-cli upload` can publish it.")
+                       description="Write the dev-selected checkpoint of RUN (its labels named), its tokenizer, a model "
+                       "card (README.md: the model, backbone, data and its terms, budget, test metrics beside the paper's "
+                       "and the trivial floor, intended use and limits, how to use it) and absa_export.json (the run "
+                       "record, labels, what each context id stands for, every file's SHA-256) to DIR, a new folder. "
+                       "`absa predict --run DIR` and predict_text(DIR, text) use it with nothing else, offline; "
+                       "`huggingface-cli upload REPO DIR` publishes all of it.")
     p.add_argument("run", help="a run folder printed by `absa train`")
     p.add_argument("dir", help="the folder to write (new, or empty)")
     p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP + " (for the trivial rows of the card)")

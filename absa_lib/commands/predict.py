@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Predict the sentiment of every (target ×) aspect of a sentence (JSON), "
                        "or of every line of a file (CSV), with the dev-best model of a run. SentiHood text "
                        "must mask locations as LOCATION1/LOCATION2 (or name them with --locations).")
-    p.add_argument("--run", required=True, help="a run folder printed by `absa train`")
+    p.add_argument("--run", required=True, help="a run folder printed by `absa train`, or a folder `absa export` wrote")
     p.add_argument("text", nargs="?", help="the review sentence (or --file)")
     p.add_argument("--file", metavar="PATH",
                    help="a UTF-8 text file, one review sentence per line ('-': standard input); blank "
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.apply import predict_text, predict_texts, predictions_csv, read_sentences
     from absa_lib.errors import AbsaError
     from absa_lib.fileio import atomic_write_bytes, output_file
-    from absa_lib.training.runs import load_run
+    from absa_lib.training.runs import load_model_folder
 
     if (args.text is None) == (args.file is None):
         several = [f for f, v in (("--locations", args.locations), ("--targets", args.targets)) if v]
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     out = output_file(args.out) if args.out else None
     sentences = read_sentences(args.file)
     source = "standard input" if args.file == "-" else args.file
-    trained = load_run(args.run)
+    trained = load_model_folder(args.run)
     results = predict_texts(trained, [text for _, text in sentences], targets=args.targets,
                             truncate=args.truncate, locations=args.locations,
                             names=[f"{source}: line {line}" for line, _ in sentences], explain=explain,

@@ -12,16 +12,23 @@ load it. ``from_pretrained`` of the folder works offline, as from the run's chec
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import yaml
 
-from absa_lib.errors import AbsaError
-from absa_lib.fileio import atomic_write_bytes
+from absa_lib._version import __version__
+from absa_lib.data import datasets as D
+from absa_lib.data.download import file_sha256
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import atomic_write_bytes, atomic_write_json, new_file_mode
 from absa_lib.models import load_tokenizer
+from absa_lib.paths import ensure_writable
 from absa_lib.reports.paper_numbers import DATASET_NAMES, PAPER_TABLES
 from absa_lib.reports.tables import budget_text, matches, metric_columns, trivial_baselines_of
-from absa_lib.training.runs import Run, describe, device_name
+from absa_lib.training.runs import EXPORT_RECORD, Run, describe, device_name
 
 CARD = "README.md"
 DATA = {   # where each benchmark comes from and whose terms apply (the files carry no licence of their own)
@@ -102,26 +109,66 @@ def card_text(run: Run, data_dir=None) -> str:
               "It is not a general sentiment model and was not evaluated for fairness or on other domains.", ""]
     if config["backbone"] in BACKBONE_NOTE:
         lines += [BACKBONE_NOTE[config["backbone"]], ""]
-    lines += ["## How to load", "", "```python",
-              "import absa_lib.models                  # registers the config and model classes",
-              "from transformers import AutoModel, AutoTokenizer",
-              "", "model = AutoModel.from_pretrained(\"PATH\")          # this folder, or a hub repo id",
-              "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")", "```", "",
-              "To label sentences, train or load the run with absa_lib and use `absa predict --run RUN \"text\"` "
-              "(`--explain` says why, word by word).", ""]
+    sentence = {"sentihood": "LOCATION1 is lovely but pricey", "semeval": "The pasta was great but the waiter was rude"}
+    lines += ["## How to use", "",
+              "This folder is all it needs (offline): `pip install absa-companion`, then", "", "```python",
+              "from absa_lib import predict_text", "",
+              f"predict_text(\"PATH\", \"{sentence.get(dataset, 'a review sentence')}\")   # PATH: this folder",
+              "```", "",
+              f"or `absa predict --run PATH \"{sentence.get(dataset, 'a review sentence')}\"` (`--explain` says why, "
+              "word by word). Each prediction names its " + ("target, " if dataset != "semeval" else "")
+              + "aspect, label and the probability of every label; `absa_export.json` holds the run record, the "
+              "labels, what each context id stands for and every file's SHA-256, checked before use. From the hub: "
+              "`huggingface_hub.snapshot_download(\"REPO\")` gives the folder. The weights alone load with "
+              "`AutoModel.from_pretrained(PATH)` after `import absa_lib.models`; they need the context ids, "
+              "which `predict_text` builds.", ""]
     return "\n".join(lines)
 
 
+def context_map(dataset: str) -> dict[str, list]:
+    """What each context id of ``dataset`` stands for: ``{"0": [target or None, aspect], ...}``."""
+    return {str(D.context_id(dataset, t, a)): [t, a] for t in D.targets_of(dataset) for a in D.ASPECTS[dataset]}
+
+
 def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
-    """Write the dev-selected model of ``run``, its tokenizer and :func:`card_text` to ``folder`` (which
-    must be empty or absent); return the folder."""
-    folder = Path(folder)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    """Write the dev-selected model of ``run`` (its labels named), its tokenizer, :func:`card_text` and
+    :data:`~absa_lib.training.runs.EXPORT_RECORD` (the run record, labels, contexts, every file's
+    SHA-256) to ``folder``, a new or empty folder; return the folder. Written beside it under a
+    temporary name and renamed into place, so a killed export leaves no folder that looks complete."""
+    folder = Path(folder).absolute()
+    if folder.is_symlink() or (folder.exists() and (not folder.is_dir() or any(folder.iterdir()))):
         raise AbsaError(f"{folder}: exists and is not an empty folder; give a new folder to export to")
     model = run.load_model("best")                       # verified: this run's, at its dev-selected epoch
     card = card_text(run, data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    load_tokenizer(run.config["backbone"]).save_pretrained(folder)
-    atomic_write_bytes(folder / CARD, card.encode("utf-8"))
+    dataset, labels = run.config["dataset"], list(D.LABELS[run.config["dataset"]])
+    model.config.id2label, model.config.label2id = dict(enumerate(labels)), {lab: i for i, lab in enumerate(labels)}
+    ensure_writable(folder.parent, "give a folder you can write to")
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
+    try:
+        model.save_pretrained(staging)
+        load_tokenizer(run.config["backbone"]).save_pretrained(staging)
+        atomic_write_bytes(staging / CARD, card.encode("utf-8"))
+        for p in staging.iterdir():                      # safetensors writes 0o600; the rest are the umask's
+            p.chmod(new_file_mode())
+        atomic_write_json(staging / EXPORT_RECORD, {
+            "run": run.config, "labels": labels, "contexts": context_map(dataset),
+            "selected_epoch": run.selected("dev_best")["epoch"], "absa_lib_version": __version__,
+            "sha256": {p.name: file_sha256(p) for p in sorted(staging.iterdir()) if p.is_file()}})
+        staging.chmod(0o777 & ~_umask())
+        if folder.is_dir():
+            folder.rmdir()                               # empty (checked above); another export's files: refused
+        staging.rename(folder)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise AbsaError(f"{folder}: the export could not be written ({one_line(err)}); nothing was left there. "
+                        "Free some space, or give another new folder") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return folder
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

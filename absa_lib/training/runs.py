@@ -43,6 +43,7 @@ import numpy as np
 
 from absa_lib._version import __version__
 from absa_lib.checks import is_kind
+from absa_lib.data.download import file_sha256
 from absa_lib.data.inputs import model_sizes
 from absa_lib.device import cpu_has_native_bf16
 from absa_lib.errors import AbsaError, one_line
@@ -197,20 +198,70 @@ class Run:
         fix = "retrain with `absa train ... --force`"
         epoch = self.selected("dev_best" if which == "best" else "last")["epoch"]
         verify_checkpoint(ckpt, self.run_id, epoch, fix)
-        saved = read_saved_config(ckpt)
-        for key, expected in self.checkpoint_fields().items():
-            got = getattr(saved, key, None)
-            if got != expected:
-                raise AbsaError(f"{ckpt / 'config.json'}: {key} is {got!r}, but the run's config.json says "
-                                f"{expected!r}: the checkpoint is not this run's model; {fix}")
-        return AbsaPreTrainedModel.from_pretrained(ckpt)
+        return _model_of(ckpt, self.config, "the run's config.json", fix)
 
-    def checkpoint_fields(self) -> dict:
-        """What a checkpoint's config.json must say for this run: model, labels, contexts, backbone."""
 
-        sizes = model_sizes(self.config["dataset"], self.config["aux"])
-        return {"absa_model": self.config["model"], "num_labels": sizes["num_labels"],
-                "num_contexts": sizes["num_contexts"], "absa_backbone": self.config["backbone"]}
+def checkpoint_fields(config: dict) -> dict:
+    """What a checkpoint's config.json must say for a run of ``config``: model, labels, contexts, backbone."""
+    sizes = model_sizes(config["dataset"], config["aux"])
+    return {"absa_model": config["model"], "num_labels": sizes["num_labels"],
+            "num_contexts": sizes["num_contexts"], "absa_backbone": config["backbone"]}
+
+
+def _model_of(folder: Path, config: dict, source: str, fix: str):
+    """The model saved in ``folder``, after checking that its config.json is a model of ``config``."""
+    saved = read_saved_config(folder)
+    for key, expected in checkpoint_fields(config).items():
+        got = getattr(saved, key, None)
+        if got != expected:
+            raise AbsaError(f"{folder / 'config.json'}: {key} is {got!r}, but {source} says {expected!r}: the "
+                            f"weights are not this run's model; {fix}")
+    return AbsaPreTrainedModel.from_pretrained(folder)
+
+
+EXPORT_RECORD = "absa_export.json"
+"""In a folder ``absa export`` wrote: the run record the model comes from (checked against its run id),
+its labels, what each context id stands for, and the SHA-256 of every other file."""
+
+
+@dataclass
+class ExportedModel:
+    """A run's dev-selected model as ``absa export`` wrote it: what :func:`~absa_lib.apply.predict_texts`
+    needs with nothing else (no run folder, no network). ``config``: the run's config.json record."""
+
+    path: Path
+    config: dict
+    record: dict
+
+    @property
+    def run_id(self) -> str:
+        return self.config["run_id"]
+
+    def load_model(self, which: str = "best"):
+        """The model, after checking every file against the checksums the export recorded."""
+        fix = "export the run again (absa export RUN DIR)"
+        if which != "best":
+            raise AbsaError(f"{self.path}: an exported folder holds the dev-selected model only, not {which!r}")
+        for name, digest in sorted(self.record["sha256"].items()):
+            actual = file_sha256(self.path / name) if (self.path / name).is_file() else "missing"
+            if actual != digest:
+                raise AbsaError(f"{self.path / name}: {'missing' if actual == 'missing' else 'changed since export'} "
+                                f"(its sha256 is recorded in {EXPORT_RECORD}); {fix}")
+        return _model_of(self.path, self.config, EXPORT_RECORD, fix)
+
+
+def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
+    """A run folder (``absa train``) or an exported model folder (``absa export``), checked."""
+    path = Path(path)
+    if not (path / EXPORT_RECORD).is_file():
+        return load_run(path)
+    record = read_json(path / EXPORT_RECORD)
+    if not isinstance(record, dict) or not isinstance(record.get("run"), dict) or \
+            not isinstance(record.get("sha256"), dict):
+        raise AbsaError(f"{path / EXPORT_RECORD}: expected the export's record (run, labels, contexts, sha256); "
+                        "export the run again (absa export RUN DIR)")
+    config_from_record(record["run"], path / EXPORT_RECORD)              # its run id is the hash of its fields
+    return ExportedModel(path, record["run"], record)
 
 
 
