@@ -40,7 +40,7 @@ _API = {  # name: the module that defines it
 _RENAMED = {"evaluate": "evaluate_file"}
 __all__ = ["__version__", *sorted(_API)]
 
-# Modules of the flat layout before 0.2 (absa_lib.config, absa_lib.training as a module, ...): where
+# Modules of the earlier flat layout (absa_lib.config, absa_lib.training as a module, ...): where
 # each went, so that an old import fails with one line naming the new place.
 MOVED = {
     "config": "absa_lib.training.config", "runs": "absa_lib.training.runs", "optim": "absa_lib.training.optim",
@@ -63,7 +63,7 @@ MOVED = {
 
 
 def _moved_message(old: str) -> str:
-    return (f"absa_lib.{old} moved to {MOVED[old]} in absa_lib 0.2 (the package is now in layers: "
+    return (f"absa_lib.{old} moved to {MOVED[old]} when the package was layered (it is now in layers: "
             "data, models, evaluation, training, reports, harness); import it from there")
 
 

@@ -16,13 +16,14 @@ import os
 import pkgutil
 import sys
 
-from safetensors import SafetensorError
-
 from absa_lib import __version__, commands
 from absa_lib.errors import AbsaError, one_line
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``absa`` parser with every sub-command's options (``command="*"``), or only ``command``'s,
+    the others by name and one-line help: their options would import torch and transformers, seconds
+    that ``absa --help``, ``absa --version`` and another command need not wait for."""
     parser = argparse.ArgumentParser(
         prog="absa",
         description="Context-guided BERT (CG-BERT, QACG-BERT) for (targeted) aspect-based sentiment analysis.",
@@ -30,12 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"absa_lib {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{commands.__name__}.{info.name}").add_parser(sub)
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        if command in ("*", info.name):
+            module.add_parser(sub)
+        else:
+            sub.add_parser(info.name, help=module.HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(next((a for a in argv if not a.startswith("-")), None)).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except AbsaError as err:
@@ -48,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):                     # no second error at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except (OSError, SafetensorError, json.JSONDecodeError) as err:    # the safety net: each should be
+    except (OSError, json.JSONDecodeError) as err:                    # the safety net: each should be
         print(f"absa: error: {_describe(err)}", file=sys.stderr)        # caught where it happens
+        return 2
+    except Exception as err:
+        if type(err).__name__ != "SafetensorError":                     # safetensors, not imported for --help
+            raise
+        print(f"absa: error: {_describe(err)}", file=sys.stderr)
         return 2
 
 

@@ -260,3 +260,14 @@ def test_readme_notebook_table_lists_every_file_the_manifest_gives_each_notebook
                      if not any(fnmatch.fnmatch(path, p) or (p.endswith("/") and path.startswith(p))
                                 for p in listed.get(entry["notebook"], [])))
     assert len(listed) == 6 and missing == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["train", "--help"]])
+def test_the_command_line_imports_torch_only_for_a_command_that_needs_it(argv):
+    """`absa --help` and `absa --version` list the commands without their options' imports (torch,
+    transformers: seconds on a small CPU); `absa train --help` builds train's options only."""
+    code = ("import sys\nfrom absa_lib.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules, 'absa_lib.harness.runner' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, check=True)
+    torch_loaded, grid_loaded = res.stdout.split()[-2:]
+    assert torch_loaded == str(argv[0] == "train") and grid_loaded == "False", res.stdout

@@ -27,13 +27,15 @@ import time
 
 from absa_lib.commands import DATA_DIR_HELP, non_negative, positive, print_json
 
+HELP = "time training steps and inference"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.data.datasets import DATASETS
     from absa_lib.data.inputs import INPUT_VARIANTS
     from absa_lib.models import MODELS, PRESETS
 
-    p = sub.add_parser("bench", help="time training steps and inference",
+    p = sub.add_parser("bench", help=HELP,
                        description=__doc__.split("\n\n")[1],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", nargs="+", required=True, choices=MODELS,

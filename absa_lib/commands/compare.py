@@ -11,8 +11,11 @@ RULE_HELP = ("verdict: A better when the paired t-test over seeds rejects at 5% 
              "CI of A-B over test sentences above 0; otherwise B better symmetrically, or undecided at that many seeds")
 
 
+HELP = "compare two sets of runs metric by metric: per-seed differences and a verdict"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two sets of runs metric by metric: per-seed differences and a verdict",
+    p = sub.add_parser("compare", help=HELP,
                        description="Compare the runs under folder A with those under folder B (each one configuration's "
                        "seeds, after the filters), paired by seed, at the epoch the protocol selects. " + RULE_HELP + ".")
     p.add_argument("a", help="a folder of runs (a run folder, or any folder above runs)")

@@ -8,9 +8,11 @@ import argparse
 
 from absa_lib.commands import DATA_DIR_HELP, print_json
 
+HELP = "download, verify or summarise SentiHood and SemEval-2014"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="download, verify or summarise SentiHood and SemEval-2014",
+    p = sub.add_parser("data", help=HELP,
                        description="Manage the benchmark files (pinned URLs, sizes and SHA-256). The data "
                        "folder is --data-dir, else $ABSA_DATA_DIR, else data/ in the checkout (or "
                        "~/.cache/absa_lib/data when the package is installed outside one).")

@@ -12,9 +12,11 @@ import argparse
 
 from absa_lib.commands import DATA_DIR_HELP, print_json
 
+HELP = "score a prediction CSV with the paper's metrics"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="score a prediction CSV with the paper's metrics",
+    p = sub.add_parser("evaluate", help=HELP,
                        description="Score a prediction CSV against a dataset split with the metrics of the "
                        "paper's Tables 1 and 2, printed as JSON. The CSV has a row per example, in any order, "
                        "as every run's predictions_<split>.csv: id,target,aspect,p_none,p_positive,p_negative "

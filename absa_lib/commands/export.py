@@ -7,9 +7,11 @@ import sys
 
 from absa_lib.commands import DATA_DIR_HELP
 
+HELP = "write a run's model as a Hugging Face folder with a model card (README.md)"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="write a run's model as a Hugging Face folder with a model card (README.md)",
+    p = sub.add_parser("export", help=HELP,
                        description="Write the dev-selected checkpoint of RUN (its labels named), its tokenizer, a model "
                        "card (README.md: the model, backbone, data and its terms, budget, test metrics beside the paper's "
                        "and the trivial floor, intended use and limits, how to use it) and absa_export.json (the run "

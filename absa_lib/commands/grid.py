@@ -25,11 +25,13 @@ import time
 
 from absa_lib.commands import non_negative, positive
 
+HELP = "train every run of a profile (tables, ablations): a queue or a GPU pool"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.harness.runner import BUSY, PARTS
 
-    p = sub.add_parser("grid", help="train every run of a profile (tables, ablations): a queue or a GPU pool",
+    p = sub.add_parser("grid", help=HELP,
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", required=True, help="a profile name (params/<name>.yaml) or a YAML file; "
                    "the runs go to its runs_dir (relative: from the checkout), not to $ABSA_RUNS_DIR")

@@ -8,12 +8,14 @@ import argparse
 
 from absa_lib.commands import parse_overrides, print_json, whole_number
 
+HELP = "parameter count and configuration of a model"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.data import datasets as D
     from absa_lib.models import BACKBONES, MODELS, PRESETS
 
-    p = sub.add_parser("info", help="parameter count and configuration of a model",
+    p = sub.add_parser("info", help=HELP,
                        description="Count the parameters of a model (built on PyTorch's meta device: no "
                        "weights are loaded or allocated) and show its preset fields.")
     p.add_argument("--model", required=True, choices=MODELS)

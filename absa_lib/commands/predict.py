@@ -9,9 +9,11 @@ import sys
 
 from absa_lib.commands import print_json
 
+HELP = "apply a trained run to review sentences"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("predict", help="apply a trained run to review sentences",
+    p = sub.add_parser("predict", help=HELP,
                        description="Predict the sentiment of every (target ×) aspect of a sentence (JSON), "
                        "or of every line of a file (CSV), with the dev-best model of a run. SentiHood text "
                        "must mask locations as LOCATION1/LOCATION2 (or name them with --locations).")

@@ -8,11 +8,13 @@ import argparse
 
 from absa_lib.commands import DATA_DIR_HELP
 
+HELP = "mean ± sd over seeds of the runs under a folder, a row per configuration"
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from absa_lib.reports.tables import PROTOCOL_LABELS
 
-    p = sub.add_parser("summary", help="mean ± sd over seeds of the runs under a folder, a row per configuration",
+    p = sub.add_parser("summary", help=HELP,
                        description="Summarise the finished runs under a folder (what `absa train --out` or "
                        "`absa grid` wrote): one row per configuration and budget, mean ± sd over its seeds of "
                        "the test metrics at the epoch each selection protocol chose, the trivial predictors "

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from pathlib import Path
 
 from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP, parse_overrides, print_json
 from absa_lib.errors import AbsaError
-from absa_lib.training.config import TrainConfig
 
-FIELDS = dataclasses.fields(TrainConfig)
+
+@functools.cache
+def _fields() -> tuple[dataclasses.Field, ...]:
+    """TrainConfig's fields, looked up when `absa train` is parsed (not for `absa --help`)."""
+    from absa_lib.training.config import TrainConfig
+
+    return dataclasses.fields(TrainConfig)
 
 
 def _default(f: dataclasses.Field):
@@ -31,13 +37,16 @@ def _cli_default(f: dataclasses.Field):
     return [] if isinstance(default, dict) else f.metadata["cli"].get("default", default)
 
 
+HELP = "train a model; prints the run folder and its dev/test metrics"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a model; prints the run folder and its dev/test metrics",
+    p = sub.add_parser("train", help=HELP,
                        description="Train a model. A run with the same configuration is returned from "
                        "the cache instantly (unless --force); an interrupted run resumes. The defaults are "
                        "the paper's hyper-parameters (25 epochs: for SentiHood, hours on a CPU); for a first try give "
                        "--epochs 1, or --max-train-examples N.")
-    for f in FIELDS:
+    for f in _fields():
         cli, default, flag = f.metadata["cli"], _default(f), _flag(f)
         if isinstance(default, bool):
             p.add_argument(flag, dest=f.name, action="store_true", help=f.metadata["help"])
@@ -56,17 +65,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
+def config_from_args(args: argparse.Namespace):
     """The TrainConfig an ``absa train`` command line describes (a dataset folder is registered)."""
     from absa_lib.data.own_data import dataset_name
+    from absa_lib.training.config import TrainConfig
 
-    given = {f.name: getattr(args, f.name) for f in FIELDS}
+    given = {f.name: getattr(args, f.name) for f in _fields()}
     if args.config is not None:
-        differ = [_flag(f) for f in FIELDS if given[f.name] != _cli_default(f)]
+        differ = [_flag(f) for f in _fields() if given[f.name] != _cli_default(f)]
         if differ:
             raise AbsaError(f"--config {args.config} gives every field; drop {differ[0]}")
         return TrainConfig.from_file(args.config)
-    missing = [f"--{f.name}" for f in FIELDS if f.metadata["cli"].get("required") and given[f.name] is None]
+    missing = [f"--{f.name}" for f in _fields() if f.metadata["cli"].get("required") and given[f.name] is None]
     if missing:
         raise AbsaError(f"the following arguments are required: {', '.join(missing)} (or --config FILE)")
     given["dataset"] = dataset_name(args.dataset, args.data_dir)

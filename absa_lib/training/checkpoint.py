@@ -6,7 +6,7 @@ leaves the previous checkpoint intact. ``checkpoint.json`` names the run and the
 last file, ``checksums.json``, holds the SHA-256 of every other file. :func:`verify_checkpoint`
 checks both before a checkpoint is used, so flipped or truncated bytes, another run's checkpoint
 copied in, ``last`` copied over ``best`` or a link to another folder are errors rather than different
-predictions. A checkpoint written before checkpoints named their run (absa_lib 0.1) is refused.
+predictions. A checkpoint written before checkpoints named their run is refused.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def verify_checkpoint(directory: Path, run_id: str, epoch: int | None, fix: str)
         raise AbsaError(f"{directory}: a link to {directory.resolve()}, not this run's checkpoint folder; {fix}")
     if not (directory / CHECKSUMS).is_file():
         raise AbsaError(f"{directory}: no {CHECKSUMS} (every checkpoint records one; it was deleted, or the "
-                        f"checkpoint was written before absa_lib 0.2); {fix}")
+                        f"checkpoint was written before checkpoints recorded them); {fix}")
     recorded = read_json(directory / CHECKSUMS)
     if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
         raise AbsaError(f"{directory / CHECKSUMS}: expected {{file name: sha256}}; {fix}")
@@ -96,7 +96,7 @@ def verify_checkpoint(directory: Path, run_id: str, epoch: int | None, fix: str)
         raise AbsaError(f"{directory / CHECKSUMS}: does not list {', '.join(unlisted)}, which every checkpoint "
                         f"written here records; the list was edited or damaged; {fix}")
     if IDENTITY not in recorded:
-        raise AbsaError(f"{directory}: no {IDENTITY} naming its run and epoch (written before absa_lib 0.2, or "
+        raise AbsaError(f"{directory}: no {IDENTITY} naming its run and epoch (written before checkpoints named them, or "
                         f"damaged); {fix}")
     for name, digest in sorted(recorded.items()):
         path = directory / name
