@@ -208,3 +208,24 @@ def test_the_documented_interval_is_what_the_committed_check_runs_give():
         kept, chosen = run.kept(), run.selected()
         for split in ("dev", "test"):
             assert compute_metrics("semeval", kept.gold[split], kept.probs(split, chosen["epoch"])) == chosen[split]
+
+
+def test_compare_reports_the_metrics_it_can_and_names_those_it_cannot(runs):
+    """A metric undefined in a side's seeds (an AUC whose test subset lacks a class) is left out with
+    its reason; the others are compared, not the whole comparison refused."""
+    import dataclasses
+    import math
+
+    def without(run, key):
+        metrics = json.loads(json.dumps(run.metrics))
+        metrics["selection"]["dev_best"]["test"][key] = math.nan
+        return dataclasses.replace(run, metrics=metrics)
+
+    a = [without(runs["qacg-bert", s], "sentiment_acc_4class") for s in (7, 8)]
+    b = [runs["bert-pair", s] for s in (7, 8)]
+    table = compare(a, b, metrics=("aspect_f1", "sentiment_acc_4class"), samples=100)
+    assert list(table["metric"]) == ["aspect_f1"]
+    assert table.attrs["not_compared"]["sentiment_acc_4class"].startswith("undefined in seeds 7 8")
+    assert "sentiment_acc_4class   not compared: undefined in seeds 7 8" in to_text(table, a, b, "dev_best")
+    with pytest.raises(AbsaError, match="no metric can be compared: sentiment_acc_4class: undefined"):
+        compare(a, b, metrics=("sentiment_acc_4class",))

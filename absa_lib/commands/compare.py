@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise AbsaError(f"--samples {args.samples}: expected 100 or more bootstrap draws (a 95% interval from fewer is noise)")
     table = compare(*sides, protocol=args.protocol, metrics=tuple(args.metric) or None, samples=args.samples)
     if args.json:
-        print_json(table.to_dict(orient="records"))
+        print_json(table.to_dict(orient="records")
+                   + [{"metric": key, "not_compared": why} for key, why in table.attrs["not_compared"].items()])
     else:
         print(to_text(table, *sides, args.protocol))
     return 0

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -306,10 +307,12 @@ def paired_bootstrap(dataset: str, gold, probs_a: list, probs_b: list, metrics: 
     for i in range(samples):
         rows = (rng.integers(0, n_groups, n_groups)[:, None] * size + np.arange(size)).ravel()
         g = gold[rows]
-        per_seed = [[ma[k] - mb[k] for k in metrics] for ma, mb in
-                    ((compute_metrics(dataset, g, pa[rows], metrics), compute_metrics(dataset, g, pb[rows], metrics))
-                     for pa, pb in zip(probs_a, probs_b, strict=True))]
-        diffs[i] = 100.0 * np.mean(per_seed, axis=0)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):   # an undefined draw is NaN, left out below
+            warnings.simplefilter("ignore")
+            per_seed = [[ma[k] - mb[k] for k in metrics] for ma, mb in
+                        ((compute_metrics(dataset, g, pa[rows], metrics), compute_metrics(dataset, g, pb[rows], metrics))
+                         for pa, pb in zip(probs_a, probs_b, strict=True))]
+            diffs[i] = 100.0 * np.mean(per_seed, axis=0)
     tail = 100 * (1 - level) / 2
     with np.errstate(all="ignore"):
         return {k: (float(np.nanpercentile(diffs[:, j], tail)), float(np.nanpercentile(diffs[:, j], 100 - tail)))

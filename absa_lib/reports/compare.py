@@ -78,7 +78,9 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     ``ci_low`` and ``ci_high`` (the paired bootstrap 95% interval of A − B over ``samples`` draws of the test set,
     points; NaN unless every run kept its predictions), ``eps_a_over_b``, ``eps_b_over_a``, ``verdict`` (the rule of
     :data:`~absa_lib.evaluation.significance.RULE`) and ``evidence`` (what it saw: seeds, or seeds and test sentences).
-    ``runs_a`` and ``runs_b``: the seeds of one configuration each, scored alike (else AbsaError)."""
+    ``runs_a`` and ``runs_b``: the seeds of one configuration each, scored alike (else AbsaError). A metric
+    undefined in too many seeds to compare is left out and named with the reason in
+    ``table.attrs["not_compared"]``; none comparable is an AbsaError."""
     if protocol not in PROTOCOLS:
         raise AbsaError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     a, b = _one_configuration(runs_a, "A"), _one_configuration(runs_b, "B")
@@ -95,7 +97,21 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     unknown = [m for m in metrics or () if m not in known]
     if unknown:
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(known)}")
-    keys = tuple(metrics or known)
+    asked = tuple(metrics or known)
+    scores, not_compared = {}, {}
+    for key in asked:
+        score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
+                 for side, runs in (("a", runs_a), ("b", runs_b))}
+        undefined = sorted(s for side in score.values() for s, v in side.items() if math.isnan(v))
+        if len(paired_differences(score["a"], score["b"])) < 2:
+            not_compared[key] = (f"undefined in seed{'s' if len(set(undefined)) > 1 else ''} "
+                                 f"{' '.join(map(str, sorted(set(undefined))))} (an AUC needs both classes of an aspect "
+                                 "in the test set), leaving fewer than two seeds with it on both sides")
+        else:
+            scores[key] = score
+    if not scores:
+        raise AbsaError("no metric can be compared: " + "; ".join(f"{k}: {why}" for k, why in not_compared.items()))
+    keys = tuple(scores)
     seeds = list(paired_differences({r.config["seed"]: 0.0 for r in runs_a},   # the shared seeds; unpaired ones
                                     {r.config["seed"]: 0.0 for r in runs_b}))  # are refused in one line
     kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
@@ -106,12 +122,8 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
                             "is the models' only on the same test examples")
         intervals = paired_bootstrap(dataset, kept[0][1], kept[0][0], kept[1][0], keys, samples, seed)
     verdicts = []
-    for key in keys:
-        score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
-                 for side, runs in (("a", runs_a), ("b", runs_b))}
+    for key, score in scores.items():
         diffs = paired_differences(score["a"], score["b"])
-        if len(diffs) < 2:
-            raise AbsaError(f"{key}: {len(diffs)} seed(s) with the metric on both sides; the test needs two or more")
         ci = intervals.get(key)
         if ci is not None and any(math.isnan(x) for x in ci):
             ci = None
@@ -122,7 +134,9 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
                      "differences": " ".join(f"{d:+.1f}" for d in diffs.values())})
     for row, verdict in zip(rows, family(verdicts), strict=True):
         row.update(verdict_columns(verdict))
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["not_compared"] = not_compared           # metric: why it could not be compared
+    return table
 
 
 def verdict_columns(verdict: Verdict) -> dict:
@@ -150,5 +164,7 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
                      f"{r.eps_a_over_b:8.2f} {r.eps_b_over_a:8.2f}  {r.verdict}")
     if table["ci_low"].isna().all():
         lines.append("95% CI (test): – (a run kept no per-example predictions: trained before runs kept them)")
+    for key, why in table.attrs.get("not_compared", {}).items():
+        lines.append(f"{key:<22} not compared: {why}")
     lines.append("MDD: the smallest gain the rule would find 80% of the time with these seeds and their spread")
     return "\n".join([*lines, f"rule: {RULE}"])
