@@ -248,13 +248,16 @@ def attention_comparison(models: dict, tokenizer, example, max_length: int = 128
 
 
 def component_table(components: list[dict]) -> pd.DataFrame:
-    """Shape and range of every attention component of every layer (from ``extract_components``)."""
+    """Shape and range of every attention component of every layer (from ``extract_components``), to
+    three significant digits and six decimals: the digits beyond (and a sigmoid's tail of 1e-17) differ
+    between CPU instruction sets (a sum's order), and the table should read the same on every machine."""
     rows = []
     for layer, comps in enumerate(components):
         for key, v in comps.items():
             v = v.float()
-            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape), "min": float(v.min()),
-                         "max": float(v.max()), "mean": float(v.mean())})
+            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape),
+                         **{name: float(f"{round(float(x), 6):.3g}") + 0.0 for name, x in (("min", v.min()), ("max", v.max()),
+                                                                          ("mean", v.mean()))}})
     return pd.DataFrame(rows)
 
 
