@@ -15,7 +15,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
 from absa_lib.training.checkpoint import CHECKSUMS, IDENTITY
 from absa_lib.training.loop import train
-from absa_lib.training.runs import load_run
+from absa_lib.training.runs import Launch, load_run
 from tests.test_faults import TEXT, TINY, edit_json, refused, rewrite_checksums, tiny_config
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
@@ -25,8 +25,9 @@ pytestmark = pytest.mark.usefixtures("real_data_dir")
 def two(tmp_path_factory) -> tuple[Path, Path]:
     """Two finished tiny runs (seeds 3 and 4, the second with resume state): never changed by the tests."""
     root = tmp_path_factory.mktemp("runs")
-    return (train(tiny_config(), runs_dir=root, progress=False).path,
-            train(tiny_config(seed=4, epochs=2), runs_dir=root, progress=False).path)
+    keep = Launch(keep_last=True)                     # the resume state too, as a run killed after its last epoch
+    return (train(tiny_config(), runs_dir=root, progress=False, launch=keep).path,
+            train(tiny_config(seed=4, epochs=2), runs_dir=root, progress=False, launch=keep).path)
 
 
 @pytest.fixture

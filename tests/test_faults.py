@@ -29,7 +29,7 @@ from absa_lib.paths import repo_root
 from absa_lib.training.checkpoint import CHECKSUMS
 from absa_lib.training.config import TrainConfig
 from absa_lib.training.loop import train
-from absa_lib.training.runs import find_runs
+from absa_lib.training.runs import Launch, find_runs
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -81,8 +81,10 @@ def rewrite_checksums(ckpt: Path) -> None:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """A finished tiny run (its runs folder is copied, never changed, by the tests)."""
-    return train(tiny_config(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False).path
+    """A finished tiny run with its resume state kept (ABSA_KEEP_LAST=1), as a run killed after its last
+    epoch leaves it (its runs folder is copied, never changed, by the tests)."""
+    return train(tiny_config(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False,
+                 launch=Launch(keep_last=True)).path
 
 
 @pytest.fixture
@@ -568,8 +570,7 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
     reference = train(tiny_config(epochs=2), runs_dir=tmp_path / "reference", progress=False)
     assert resumed.run_id == reference.run_id
     assert resumed.env["from_epoch"] == 2 and reference.env["from_epoch"] == 1    # resumed, not retrained
-    for name in ("checkpoints/best/model.safetensors", "checkpoints/last/model.safetensors",
-                 "predictions_dev.csv", "predictions_test.csv"):
+    for name in ("checkpoints/best/model.safetensors", "predictions_dev.csv", "predictions_test.csv"):
         assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name
 
 

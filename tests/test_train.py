@@ -40,9 +40,9 @@ def test_run_writes_every_record(first_run):
     for name in ("config.json", "metrics.json", "env.json", "predictions_dev.csv",
                  "predictions_test.csv", "curve.png"):
         assert (p / name).is_file(), name
-    for which in ("best", "last"):
-        assert (p / "checkpoints" / which / "model.safetensors").is_file()
-        assert not list((p / "checkpoints" / which).glob("*.bin"))
+    assert (p / "checkpoints" / "best" / "model.safetensors").is_file()
+    assert not list((p / "checkpoints" / "best").glob("*.bin"))
+    assert not (p / "checkpoints" / "last").exists()         # finished: nothing resumes it, the resume state goes
     assert not first_run.cached
     m = json.loads((p / "metrics.json").read_text())
     assert m["complete"] is True and [r["epoch"] for r in m["epochs"]] == [1, 2]
@@ -159,7 +159,7 @@ def test_an_epoch_interrupted_midway_resumes_at_its_batch_and_ends_as_an_uninter
     assert "after epoch 1 and batch 2 of epoch 2" in err and "examples/s" in err
     assert calls["n"] + 10**6 == per_epoch - 2          # epoch 1 and epoch 2's first two batches were not redone
     assert timeless(resumed.metrics) == timeless(first_run.metrics)
-    assert "partial" not in json.loads((last / "trainer_state.json").read_text())
+    assert not last.exists()                            # finished: the resume state is gone
 
 
 def test_the_seconds_between_saves_inside_an_epoch_are_checked():
@@ -488,3 +488,14 @@ def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path):
     vectors.unlink()
     with pytest.raises(AbsaError, match="alstm_vectors=.*glove.txt: no such file"):
         run_config.run_identity(cfg)
+
+
+def test_the_resume_state_of_a_finished_run_is_kept_on_request(tmp_path):
+    run = training.train(small(epochs=1, seed=12), runs_dir=tmp_path, progress=False, launch=runs.Launch(keep_last=True))
+    assert (run.path / "checkpoints" / "last" / "trainer_state.safetensors").is_file()
+    assert run.load_model("last") is not None
+    assert runs.Launch.from_environ({"ABSA_KEEP_LAST": "1"}).keep_last and not runs.Launch.from_environ({}).keep_last
+    gone = training.train(small(epochs=1, seed=13), runs_dir=tmp_path, progress=False)
+    with pytest.raises(AbsaError, match="ABSA_KEEP_LAST=1"):
+        gone.load_model("last")
+    assert runs.folder_megabytes(gone.path) < runs.folder_megabytes(run.path)

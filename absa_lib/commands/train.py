@@ -88,7 +88,7 @@ def config_from_args(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from absa_lib.reports.plots import save_run_curve
     from absa_lib.training.loop import train
-    from absa_lib.training.runs import Launch
+    from absa_lib.training.runs import Launch, folder_megabytes
 
     config = config_from_args(args)
     result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet,
@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.cached:
         save_run_curve(result)
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
+               "size_mb": round(folder_megabytes(result.path), 1),
                "selection_metric": result.metrics["selection_metric"],
                "dev_best": result.selected("dev_best"),
                "test_best (official protocol: selected on test)": result.selected("test_best")}

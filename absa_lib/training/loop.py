@@ -294,11 +294,14 @@ def _compiled_graphs(config: TrainConfig) -> str:
 
 
 def _finish(s: _Session) -> Run:
-    """The metrics marked complete (last: a crash before leaves the run resumable)."""
+    """The metrics marked complete (last: a crash before leaves the run resumable), then the resume state
+    deleted unless ``launch.keep_last``."""
     metrics = metrics_record(s.state["epochs"], s.sel_metric, True, s.kept_entry)
     if (wall := s.launch.seconds_since_spawned()) is not None:   # start-up, epochs, checkpoints after each
         metrics["process_seconds"] = wall
     atomic_write_json(s.path / "metrics.json", metrics)
+    if not s.launch.keep_last:                 # nothing resumes a finished run: the resume state goes
+        shutil.rmtree(s.path / "checkpoints" / "last", ignore_errors=True)
     run = load_run(s.path)
     run.cached = False
     return run

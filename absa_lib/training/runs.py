@@ -193,8 +193,10 @@ class Run:
             raise AbsaError(f"load_model({which!r}): expected 'best' (the dev-selected epoch) or 'last'")
         ckpt = self.path / "checkpoints" / which
         if not ckpt.is_symlink() and not (ckpt / "config.json").is_file():
+            kept = " (a finished run keeps its last epoch's only when trained with ABSA_KEEP_LAST=1)" \
+                if which == "last" else ""
             raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
-                            "records); retrain with `absa train ... --force`")
+                            f"records{kept}); retrain with `absa train ... --force`")
         fix = "retrain with `absa train ... --force`"
         epoch = self.selected("dev_best" if which == "best" else "last")["epoch"]
         verify_checkpoint(ckpt, self.run_id, epoch, fix)
@@ -265,6 +267,11 @@ def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
 
 
 
+def folder_megabytes(path: Path) -> float:
+    """The size of the files under ``path``, in MB (10⁶ bytes)."""
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
+
+
 def duration_text(seconds: float) -> str:
     """A wait as a person reads it: ``3 h 05 min``, ``12 min``, ``40 s``."""
     seconds = max(0, round(seconds))
@@ -287,6 +294,9 @@ class Launch:
       CG/QACG-BERT, about 2.2 GB for a SentiHood BERT-single's eight classifiers, written and hashed
       after every epoch). 0 where nothing could resume from it (a machine that is gone when the job
       ends): a run interrupted there starts again from epoch 1. Results are the same either way.
+    - ``keep_last`` (``$ABSA_KEEP_LAST=1``): keep the resume state after the run has finished. By
+      default it is deleted once ``metrics.json`` says complete (nothing resumes a finished run), and a
+      finished run keeps its records, kept predictions and the dev-selected checkpoint only.
     - ``checkpoint_seconds`` (``$ABSA_CHECKPOINT_SECONDS``, default 300): with the resume state kept,
       it is also saved inside an epoch at most this often, so that an interrupted hour-long epoch
       resumes where it was (the batches done, their losses and the RNG state) and ends with the record
@@ -300,6 +310,7 @@ class Launch:
     keep_resume_state: bool = True
     spawned_at: float | None = None
     checkpoint_seconds: float = 300.0
+    keep_last: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Launch:
@@ -323,7 +334,8 @@ class Launch:
             raise AbsaError(f"ABSA_CHECKPOINT_SECONDS={every!r}: expected the seconds between saves of the resume "
                             "state inside an epoch, a number of 0 or more (default 300)")
         return cls(cache_only=environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"),
-                   keep_resume_state=resume == "1", spawned_at=spawned_at, checkpoint_seconds=checkpoint_seconds)
+                   keep_resume_state=resume == "1", spawned_at=spawned_at, checkpoint_seconds=checkpoint_seconds,
+                   keep_last=environ.get("ABSA_KEEP_LAST", "") not in ("", "0"))
 
     def seconds_since_spawned(self) -> float | None:
         """Seconds since the grid launched this process; None when no grid launched it."""
