@@ -158,7 +158,9 @@ notebook.outputs.append(path)
 show_table(figure_data.histogram_summary(fig4["histograms"]))
 per_layer = figure_data.per_layer_summary(fig4)    # does A_quasi depend on the key token, layer by layer?
 if per_layer is None:
-    print("these arrays predate the per-layer summary; a trained model's run of this notebook adds it")
+    print("The per-layer table is computed with a trained model; the committed arrays of Figure 4 "
+          "(results/reference/analysis/fig4_histograms.json) hold the histograms only, so it shows when this "
+          "notebook runs under a training profile (e.g. bash run_all.sh gpu).")
 else:
     show_table(per_layer)
 fig = plots.histograms(fig4["histograms"], fig4["n_examples"])

@@ -104,6 +104,10 @@ def setup(notebook: str, namespace: dict) -> Session:
     print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
     data_dir = params.get("data_dir") or None
     ensure_data(data_dir)
+    if params.get("allow_training") is False and dirs.runs is not None:
+        print(f"nothing is trained here (profile {params['profile']}): every table and figure is drawn from the "
+              f"run records in {dirs.runs}, with the seeds and budget each row states; the training parameters above "
+              "(seeds, epochs, ...) are those a training profile would use")
     return Session(notebook, params, dirs, data_dir, changed=changed)
 
 
