@@ -22,8 +22,14 @@ import numpy as np
 
 from absa_lib.data import datasets as D
 from absa_lib.data.features import encode_examples
+from absa_lib.data.inputs import words_of
 from absa_lib.errors import AbsaError
-from absa_lib.evaluation.explain import attention_words, check_explainable, explain_rows, word_pieces
+from absa_lib.evaluation.explain import (
+    attention_words,
+    check_explainable,
+    explain_rows,
+    word_pieces,
+)
 from absa_lib.evaluation.inference import class_probabilities, for_inference, predict_probs
 from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
@@ -130,17 +136,30 @@ def mask_locations(text: str, locations: list[str]) -> tuple[str, dict[str, str]
     return masked, {mask: given[k] for k, mask in masks.items()}
 
 
+MAX_INPUT_BYTES = 100 * 10**6          # a file of sentences to predict: read no more than this
+
+
 def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
     """(line number, sentence) for each non-blank line of a UTF-8 text file, one review sentence per
     line (``-``: standard input). Blank lines are skipped; the line numbers say where each came from."""
     name = "standard input" if str(path) == "-" else str(path)
+    if str(path) != "-" and Path(path).exists() and not Path(path).is_file():
+        raise AbsaError(f"{name}: not a regular file ({'a folder' if Path(path).is_dir() else 'a device or pipe'}); "
+                        "give a text file with one review sentence per line, or - for standard input")
     try:
-        raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError:
         raise AbsaError(f"{name}: file not found; give a text file with one review sentence per "
                         "line") from None
     except OSError as err:
         raise AbsaError(f"{name}: cannot be read ({err.strerror})") from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise AbsaError(f"{name}: more than {MAX_INPUT_BYTES / 1e6:g} MB; split it into smaller files of review "
+                        "sentences")
     text = decode_utf8(raw, name)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")   # numbered as editors number them
     sentences = [(i, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
@@ -213,7 +232,7 @@ def predict_texts(run: Run | ExportedModel | str | os.PathLike, texts: list[str]
            for text, cut in zip(texts, truncated, strict=True)]
     if explain:
         for result in out:
-            result["words"] = result["text"].split()
+            result["words"] = words_of(result["text"])
         per_text = [word_pieces(config.dataset, r["words"], tokenizer) for r in out]     # tokenized once a text
         pieces, pad = [per_text[i] for i in owner], tokenizer.pad_token_id or 0
         why = explain_rows(model, config.dataset, config.aux, encoded, probs.argmax(axis=1).tolist(), pieces, pad)

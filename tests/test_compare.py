@@ -150,6 +150,8 @@ def test_the_cli_filters_each_side_and_prints_the_rule(capsys):
     assert [r["metric"] for r in rows] == ["aspect_f1"] and rows[0]["verdict"] == "B better"
     assert main(["compare", str(RUNS / "semeval"), str(RUNS / "semeval")]) == 2
     assert "configurations" in capsys.readouterr().err
+    assert main([*argv, "--samples", "10000000000000"]) == 2             # 72.8 TiB of draws: refused at once
+    assert capsys.readouterr().err.startswith("absa: error: --samples 10000000000000: expected 100 to 100,000")
 
 
 def test_eps_min_is_deepsigs_aso_to_the_last_bit():

@@ -22,7 +22,7 @@ from absa_lib.evaluation.analysis import gradient_sensitivity
 from absa_lib.evaluation.explain import check_explainable, word_pieces
 from absa_lib.models import load_tokenizer
 from absa_lib.models.pretrained import AbsaPreTrainedModel
-from absa_lib.reports.model_card import CARD, export_run
+from absa_lib.reports.model_card import CARD, card_text, export_run
 from absa_lib.reports.tables import metric_columns
 from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
@@ -133,6 +133,11 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
     meta = yaml.safe_load(front)
     assert meta["library_name"] == "transformers" and meta["datasets"] == ["sentihood"]
     assert "qacg-bert" in meta["tags"] and meta["license"] == "mit"
+    assert meta["model-index"] == []                       # scored on 8 test examples: no test results claimed
+    import dataclasses
+
+    whole = dataclasses.replace(run, config={**run.config, "max_eval_examples": None})   # as if on the whole test set
+    meta = yaml.safe_load(card_text(whole).split("---\n", 2)[1])
     metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
     dev = run.selected("dev_best")["test"]
     table = [key for key, _, _ in metric_columns("sentihood")]               # the table's columns, defined ones
@@ -202,3 +207,26 @@ def test_qacg_attention_per_word_adds_up_as_equation_4(runs, tmp_path):
         predict_text(runs["semeval"], "Great food.", explain=True, explain_head=(0, 0))
     with pytest.raises(AbsaError, match="pass explain=True too"):
         predict_text(runs["sentihood"], SENTENCE, explain_head=(0, 0))
+
+
+def test_explained_words_are_the_words_the_tokenizer_sees():
+    """A control character between words: str.split() would cut there, the tokenizer deletes it."""
+    from absa_lib.data.inputs import words_of
+
+    assert words_of("LOCATION1 is\x1csafe\u0085 and\u2028quiet\u00a0now") == ["LOCATION1", "issafe", "and\u2028quiet", "now"]
+
+
+def test_control_characters_between_words_keep_every_share_on_its_word(runs):
+    result = predict_text(runs["sentihood"], "LOCATION1 is\x1csafe but LOCATION2 is\x1fnot", explain=True, truncate=True)
+    assert result["words"] == ["LOCATION1", "issafe", "but", "LOCATION2", "isnot"]
+    for p in result["predictions"]:
+        shares = p["explanation"]["relevance"]
+        assert None not in shares and sum(shares) == pytest.approx(1)
+
+
+def test_the_card_of_a_run_scored_on_a_test_subset_claims_no_test_results(runs, tmp_path):
+    """The tiny runs are scored on the first 8 examples: the hub metadata holds no test results, the
+    card says why."""
+    folder = export_run(runs["sentihood"], tmp_path / "subset")
+    _, front, body = (folder / CARD).read_text().split("---\n", 2)
+    assert yaml.safe_load(front)["model-index"] == [] and "Scored on the first 8 test examples only" in body

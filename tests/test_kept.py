@@ -229,3 +229,35 @@ def test_compare_reports_the_metrics_it_can_and_names_those_it_cannot(runs):
     assert "sentiment_acc_4class   not compared: undefined in seeds 7 8" in to_text(table, a, b, "dev_best")
     with pytest.raises(AbsaError, match="no metric can be compared: sentiment_acc_4class: undefined"):
         compare(a, b, metrics=("sentiment_acc_4class",))
+
+
+def test_a_side_whose_runs_differ_in_any_training_field_or_data_is_refused(runs):
+    """weight_decay, adam_eps, max_grad_norm, eval_batch_size, the backbone's weights or the data files:
+    runs differing in any are not one configuration's seeds (the fields come from TrainConfig)."""
+    import dataclasses
+
+    from absa_lib.reports.tables import GROUP_FIELDS
+
+    assert {"weight_decay", "adam_eps", "max_grad_norm", "eval_batch_size", "backbone_fingerprint",
+            } <= set(GROUP_FIELDS)
+    b = [runs["bert-pair", s] for s in (7, 8)]
+
+    def mixed(field, value):
+        return [runs["qacg-bert", 7], dataclasses.replace(runs["qacg-bert", 8],
+                                                            config={**runs["qacg-bert", 8].config, field: value})]
+
+    for field, value in (("weight_decay", 0.1), ("eval_batch_size", 7), ("backbone_fingerprint", "0" * 16)):
+        with pytest.raises(AbsaError, match=rf"A: runs of 2 configurations .*\[{field}="):
+            compare(mixed(field, value), b)
+    with pytest.raises(AbsaError, match=r"A: runs trained on 2 versions of the data files \(sha256:"):
+        compare(mixed("data_sha256", {"semeval/x": "0" * 64}), b)
+
+
+def test_runs_behind_symbolic_links_are_found_once_and_a_loop_ends(runs, tmp_path):
+    root = tmp_path / "linked"
+    (root / "semeval" / "qacg-bert").mkdir(parents=True)
+    for seed in (7, 8):
+        (root / "semeval" / "qacg-bert" / runs["qacg-bert", seed].run_id).symlink_to(runs["qacg-bert", seed].path)
+    (root / "semeval" / "again").symlink_to(root, target_is_directory=True)        # a loop
+    found = find_runs(root, model="qacg-bert")
+    assert sorted(r.config["seed"] for r in found) == [7, 8]

@@ -58,7 +58,13 @@ def smoke(tmp_path_factory):
 
 
 def execute(notebook: Path, out: Path, parameters: dict) -> nbformat.NotebookNode:
-    """Run ``notebook`` with papermill; a failing cell fails the test naming the notebook and cell."""
+    """Run ``notebook`` with papermill, given the profile's values of the parameters it declares (as
+    run_all.sh does: a name it does not declare is refused in its first cell); a failing cell fails the
+    test naming the notebook and cell."""
+    from absa_lib.harness.profiles import notebook_parameters
+
+    declared = {name for name, notebooks in notebook_parameters().items() if notebook.stem in notebooks}
+    parameters = {k: v for k, v in parameters.items() if k in declared}
     try:
         return pm.execute_notebook(str(notebook), str(out), parameters=parameters, kernel_name="python3",
                                    cwd=str(ROOT / "notebooks"), progress_bar=False, start_timeout=120,

@@ -262,3 +262,18 @@ def test_a_latin1_prediction_file_names_the_line_and_byte(tmp_path):
     f.write_bytes(b"\n".join(lines))
     with pytest.raises(AbsaError, match=r"edited.csv: line 4: not UTF-8 text \(byte 0xe9\); save the file as UTF-8$"):
         read_predictions(f, sentihood_examples())
+
+
+def test_a_sentences_file_that_is_not_a_regular_file_or_too_large_is_refused(tmp_path, monkeypatch):
+    from absa_lib import apply
+    from absa_lib.errors import AbsaError
+
+    with pytest.raises(AbsaError, match=r"^/dev/zero: not a regular file \(a device or pipe\)"):
+        apply.read_sentences("/dev/zero")
+    with pytest.raises(AbsaError, match=r"not a regular file \(a folder\)"):
+        apply.read_sentences(tmp_path)
+    big = tmp_path / "big.txt"
+    big.write_text("LOCATION1 is nice\n" * 10)
+    monkeypatch.setattr(apply, "MAX_INPUT_BYTES", 100)
+    with pytest.raises(AbsaError, match=r"big.txt: more than 0.0001 MB; split it"):
+        apply.read_sentences(big)

@@ -366,17 +366,18 @@ def test_the_executed_notebooks_are_committed_not_ignored():
 
 
 def test_the_data_step_finds_the_files_or_says_how_to_point_at_a_copy(tmp_path, monkeypatch, real_data_dir):
-    from absa_lib.data import download as D
+    from absa_lib.errors import AbsaError
+    from absa_lib.harness import run_all
     from absa_lib.harness.run_all import data_lines
 
     ok, lines = data_lines(str(real_data_dir))
     assert ok and lines == [f"[data] the benchmark files are in {real_data_dir}"]
 
     def offline(*args, **kwargs):
-        raise D.AbsaError("could not download sentihood/sentihood-train.json (1,013,925 bytes): no network; check "
+        raise AbsaError("could not download sentihood/sentihood-train.json (1,013,925 bytes): no network; check "
                           "the network, or place the file yourself")
 
-    monkeypatch.setattr(D, "download", offline)
+    monkeypatch.setattr(run_all, "download", offline)
     ok, lines = data_lines(str(tmp_path))
     assert not ok and lines[0].startswith(f"[data] not in {tmp_path}: ") and "sentihood-train.json is missing" in lines[0]
     assert lines[2] == "[data] FAILED: could not download sentihood/sentihood-train.json (1,013,925 bytes): no network"

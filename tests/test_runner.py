@@ -64,7 +64,7 @@ def test_unknown_part_and_bad_train_options_are_refused():
 
 
 @pytest.mark.usefixtures("real_data_dir")
-def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
+def test_grid_trains_then_skips_finished_runs(tmp_path, capsys, monkeypatch):
     params = {**load_profile("smoke"), "profile": "mini", "datasets": ["semeval"], "max_train_examples": 40, "max_eval_examples": 20,
               "max_length": 32, "runs_dir": str(tmp_path / "runs"), "train_options": {"group_by_length": True}, "epochs": 2}
     profile = tmp_path / "mini.yaml"
@@ -118,6 +118,9 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys):
     exported = sorted(p.relative_to(tmp_path / "ref") for p in (tmp_path / "ref").rglob("*.json"))
     assert [p.name for p in exported] == ["config.json", "env.json", "metrics.json"]   # the one finished run
     assert exported[0].parts[:3] == ("runs", "semeval", run.split("/")[-2])
+    monkeypatch.chdir(tmp_path)                         # a relative --export is from the working folder
+    assert main(["grid", "--profile", str(profile), "--part", "tables", "--export", "ref2"]) == 0
+    assert f"to {tmp_path / 'ref2' / 'runs'}" in capsys.readouterr().out and (tmp_path / "ref2" / "runs").is_dir()
     with pytest.raises(SystemExit):
         main(["grid", "--profile", str(profile), "--threads", "0"])
     assert "argument --threads: expected a whole number of at least 1, got '0'" in capsys.readouterr().err

@@ -22,6 +22,7 @@ import shlex
 import signal
 import threading
 import time
+from pathlib import Path
 
 from absa_lib.commands import non_negative, positive
 
@@ -119,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
             print(shlex.join(train_argv(cell.config, runs_dir, data_dir)))
         return 0
     if args.export:
-        written = export_finished(cells, runs_dir, resolve_dir(args.export))
-        print(f"[grid] exported {len(written)} record files of finished runs to {args.export}/runs")
+        target = Path(args.export).expanduser().absolute()       # from the working folder, as any path given
+        written = export_finished(cells, runs_dir, target)
+        print(f"[grid] exported {len(written)} record files of finished runs to {target / 'runs'}")
         return 0
     t0 = time.time()
     with _sigterm_exits():

@@ -11,6 +11,7 @@ turns their yes-scores back into one class distribution per example.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,6 +32,21 @@ _OPEN_QUOTE = re.compile(r"""^"|(?<=[\s(\[{<])(?:"|'')""")
 
 
 @lru_cache(maxsize=1 << 16)
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` as BERT's basic tokenizer separates them: at spaces, tabs, line breaks and
+    Unicode space separators (Zs), after dropping control and format characters. ``str.split()`` differs:
+    it splits at U+001C-U+001F and U+0085, which the tokenizer deletes, and at U+2028/U+2029, which it
+    keeps inside a word. :func:`model_text` and the explanations (a share per word) both use it, so an
+    explanation's words are the model's. (The benchmark files hold none of these characters.)"""
+    kept = []
+    for ch in text:
+        if ch in " \t\n\r" or unicodedata.category(ch) == "Zs":
+            kept.append(" ")
+        elif ch not in ("\x00", "\ufffd") and not unicodedata.category(ch).startswith("C"):
+            kept.append(ch)
+    return [w for w in "".join(kept).split(" ") if w]
+
+
 def model_text(dataset: str, text: str) -> str:
     """The sentence as the model reads it (the NLI_M ``sentence1``, up to punctuation spacing)."""
     if dataset != "sentihood":
@@ -38,7 +54,7 @@ def model_text(dataset: str, text: str) -> str:
     s = _CLITICS.sub(lambda m: m.group(0) + " ", text.strip().lower())   # do n't, can not, gon na
     s = _MASK.sub(lambda m: "location - " + m.group(1), s)
     s = _OPEN_QUOTE.sub(" `` ", s).replace('"', " '' ")
-    return " ".join(s.split())
+    return " ".join(words_of(s))
 
 
 INPUT_VARIANTS = ("none", "NLI-M", "QA-M", "NLI-B", "QA-B", "single")

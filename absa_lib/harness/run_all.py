@@ -28,11 +28,12 @@ from pathlib import Path
 
 import yaml
 
+from absa_lib.data.download import download, verify
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import notebook_parameters, read_profile_file
-from absa_lib.paths import repo_root
+from absa_lib.paths import repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -316,9 +317,6 @@ def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
     """Whether the benchmark files are in place (downloading the missing ones), and the lines that say
     so; on failure the lines name the folder, the first bad file and the two ways to fix it, each short
     enough for a terminal."""
-    from absa_lib.data.download import download, verify
-    from absa_lib.paths import resolve_data_dir
-
     folder = resolve_data_dir(data_dir)
     try:
         verify(data_dir)

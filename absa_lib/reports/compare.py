@@ -30,7 +30,7 @@ from absa_lib.evaluation.significance import (
     paired_bootstrap,
     paired_differences,
 )
-from absa_lib.reports.tables import budget_key, budget_label, metric_columns
+from absa_lib.reports.tables import budget_key, budget_label, budget_labels, data_key, metric_columns
 from absa_lib.training.runs import Run, describe
 
 PROTOCOLS = ("dev_best", "test_best", "last")
@@ -39,7 +39,12 @@ PROTOCOLS = ("dev_best", "test_best", "last")
 def _one_configuration(runs: list[Run], side: str) -> dict:
     if not runs:
         raise AbsaError(f"{side}: no finished run to compare")
-    groups = sorted({(describe(r.config, seed=False), budget_label(r.config), budget_key(r.config)) for r in runs})
+    labels = budget_labels([r.config for r in runs])       # budgets told apart by the fields they differ in
+    groups = sorted({(describe(r.config, seed=False), labels[budget_key(r.config)], budget_key(r.config)) for r in runs})
+    versions = sorted({data_key(r.config) for r in runs})
+    if len(groups) == 1 and len(versions) > 1:
+        raise AbsaError(f"{side}: runs trained on {len(versions)} versions of the data files ({', '.join(versions)}; "
+                        "data_sha256 in their config.json); give the seeds of one version a side")
     if len(groups) > 1:
         names = "; ".join(f"{name}, {budget}" for name, budget, _ in groups[:4])
         raise AbsaError(f"{side}: runs of {len(groups)} configurations ({names}); give one configuration a side "

@@ -59,10 +59,11 @@ def card_text(run: Run, data_dir=None) -> str:
     row = _paper_row(config)
     trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES else {}
     name = f"{config['model']}-{dataset}"
+    subset = config.get("max_eval_examples")
     meta = {"library_name": "transformers", "language": ["en"], "license": "mit",
             "tags": ["absa", "aspect-based-sentiment-analysis", "targeted-sentiment", config["model"], "absa_lib"],
             "datasets": [dataset], "pipeline_tag": "text-classification",
-            "model-index": [{"name": name, "results": [{
+            "model-index": [] if subset else [{"name": name, "results": [{
                 "task": {"type": "text-classification", "name": "Targeted aspect-based sentiment analysis"},
                 "dataset": {"name": DATASET_NAMES.get(dataset, dataset), "type": dataset, "split": "test"},
                 "metrics": [{"type": key, "name": f"{title} (dev-selected epoch)", "value": round(100 * dev["test"][key], 2)}
@@ -86,7 +87,9 @@ def card_text(run: Run, data_dir=None) -> str:
              f"{device_name(run.env) or 'an unrecorded machine'}.", "",
              "## Test metrics (%)", "",
              "The dev-selected epoch is the honest number; the test-selected one is what the official code reports "
-             "(it selects on the test set) and is shown for comparison only.", "",
+             "(it selects on the test set) and is shown for comparison only."
+             + (f" Scored on the first {int(subset):,} test examples only, not the whole test set (so the metadata "
+                "holds no test results)." if subset else ""), "",
              "| | " + " | ".join(title for _, title, _ in columns) + " |",
              "|---|" + "---|" * len(columns)]
 

@@ -23,6 +23,9 @@ so optimistic), both recorded in each run's ``metrics.json``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -40,6 +43,7 @@ from absa_lib.evaluation.metrics import (
 )
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.reports.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
+from absa_lib.training.config import NEUTRAL_DEFAULTS, TrainConfig
 from absa_lib.training.runs import describe, device_name
 
 PROTOCOLS = ("dev_best", "test_best")
@@ -58,12 +62,13 @@ STEMS = {"sentihood": "table1_sentihood", "semeval": "table2_semeval"}
 # the row's sampler (uniform; per-context for bert-single).
 MAIN_GRID = {"preset": "paper", "model_overrides": {}, "objective": "single"}
 _ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a field a run record lacks
-# Config fields that, besides the seed, distinguish groups of runs reported as separate rows.
-GROUP_FIELDS = ("backbone", "epochs", "batch_size", "lr", "max_length", "max_train_examples", "warmup", "schedule",
-                "head_lr_mult", "precision", "group_by_length",
-                "max_eval_examples", "compile")
+# What, besides the row's configuration (TrainConfig's "grid" fields) and the seed, tells budgets apart:
+# every other TrainConfig field (its declaration is the only list) and the backbone's weights. Runs of
+# one dataset differing in any of them, or in the version of its data files (data_key), are never
+# averaged or compared as one configuration.
+GROUP_FIELDS = (*(f.name for f in dataclasses.fields(TrainConfig) if f.metadata["role"] != "grid"),
+                "backbone_fingerprint")
 DEVICE_SEP = "; "                        # between the machines of one row (a CPU's name has commas)
-_NOT_RECORDED = {"compile": "none"}    # a field older records lack, at the value they were trained with
 
 
 def run_ids(runs: list) -> str:
@@ -106,16 +111,28 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
 
 def budget_key(config: dict) -> tuple:
     """What, besides the seed, makes runs of one system comparable (backbone and training budget)."""
-    return tuple(str(config.get(k, _NOT_RECORDED.get(k))) for k in GROUP_FIELDS)
+    return tuple(_key_text(config.get(k, NEUTRAL_DEFAULTS.get(k))) for k in GROUP_FIELDS)
+
+
+def _key_text(value) -> str:
+    """A field's value in a budget key: as text; a mapping by a short digest."""
+    if isinstance(value, dict):
+        return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+    return str(value)
+
+
+def data_key(config: dict) -> str:
+    """The version of the data files a run was trained and scored on (a digest of their checksums)."""
+    return _key_text(config.get("data_sha256"))
 
 
 def split_by_budget(runs: list) -> list[list]:
-    """``runs`` in groups of one :func:`budget_key` each (most runs first): runs of different
-    budgets are never averaged together. Two runs of one seed in a group (a copy of a run in a
-    subfolder, or the same seed on other backbone weights) are refused, never averaged as two seeds."""
+    """``runs`` in groups of one :func:`budget_key` and :func:`data_key` each (most runs first): runs of
+    different budgets (other backbone weights included) or data files are never averaged together. Two
+    runs of one seed in a group (a copy of a run in a subfolder) are refused, never averaged as two seeds."""
     groups: dict[tuple, list] = {}
     for r in runs:
-        groups.setdefault(budget_key(r.config), []).append(r)
+        groups.setdefault((*budget_key(r.config), data_key(r.config)), []).append(r)
     for group in groups.values():                  # a mean over seeds, not over copies of one seed
         first: dict = {}
         for r in group:

@@ -544,9 +544,20 @@ def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
     """Every run folder under ``runs_dir`` (a ``config.json`` outside a run's ``checkpoints/``),
     sorted, with whether its ``metrics.json`` marks it complete: what :func:`find_runs` loads and
     what ``absa summary`` lists as unfinished. (A run folder named other than its run id is one too,
-    and :func:`load_run` refuses it: a copy is never counted silently.)"""
-    return [(cfg.parent, marked_complete(cfg.parent / "metrics.json"))
-            for cfg in sorted(Path(runs_dir).glob("**/config.json")) if cfg.parent.parent.name != "checkpoints"]
+    and :func:`load_run` refuses it: a copy is never counted silently.) Symbolic links to folders are
+    followed, each real folder once, so a link back up cannot loop."""
+    found, seen = [], set()
+    for root, dirs, files in os.walk(runs_dir, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:                                  # reached again through a link: once is enough
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in dirs if d != "checkpoints"]  # a checkpoint's config.json is not a run's
+        if "config.json" in files:
+            found.append(Path(root))
+    found.sort(key=lambda folder: str(folder / "config.json"))
+    return [(folder, marked_complete(folder / "metrics.json")) for folder in found]
 
 
 def run_seconds(metrics: dict) -> float:
