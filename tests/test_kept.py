@@ -53,15 +53,31 @@ def test_a_run_keeps_the_test_set_of_both_selected_epochs_and_the_dev_set_of_the
     assert kept.to_bytes() == (run.path / "predictions.npz").read_bytes()             # the same rows, the same bytes
 
 
-def test_float16_logs_keep_confident_probabilities_apart():
-    """0.9995 and 0.9996 are one float16; their logs are not (an AUC over P(None) would tie them)."""
-    kept = K.Kept("r", "semeval", {"dev": np.zeros(2, np.int8), "test": np.zeros(2, np.int8)},
-                  {"dev": "", "test": ""}, ("positive", "neutral", "negative", "conflict", "none"))
-    p = np.array([[0.9995, 1e-4, 1e-4, 1e-4, 2e-4], [0.9996, 1e-4, 1e-4, 1e-4, 1e-4]])
+def test_kept_rows_are_the_probabilities_bit_for_bit_and_give_back_every_metric():
+    """Near-ties stay apart (float16 logs made 0.500 and 0.5002 one number, flipping an argmax: a tiny run's
+    sentiment accuracy came back 0.75 where 0.25 was recorded)."""
+    gold = np.array([0, 2, 4, 4, 4], np.int8)                # one SemEval sentence: 5 aspects
+    kept = K.Kept("r", "semeval", {"dev": gold, "test": gold}, {"dev": "", "test": ""},
+                  ("positive", "neutral", "negative", "conflict", "none"))
+    p = np.array([[0.5, 1e-4, 0.4998, 1e-4, 0.0], [0.4999, 1e-4, 0.5, 1e-4, 0.0], *[[0, 0, 0, 0, 1.0]] * 3],
+                 dtype=np.float32)
     kept.add(1, {"dev": p, "test": p})
-    back = K.Kept.from_bytes(kept.to_bytes(), "x", "r").probs("test", 1)
-    assert back[0, 0] < back[1, 0] and np.allclose(back, p, rtol=np.abs(np.log(p)) * 2.0 ** -11, atol=0)
-    assert np.float16(0.9995) == np.float16(0.9996)
+    back = K.Kept.from_bytes(kept.to_bytes(), "x", "r")
+    assert back.probs("test", 1).dtype == np.float32 and np.array_equal(back.probs("test", 1), p)
+    recorded = compute_metrics("semeval", kept.gold["test"], p)
+    assert back.disagreement("test", 1, recorded) == []
+    assert back.disagreement("test", 1, {**recorded, "aspect_f1": 0.5}) == ["aspect_f1"]
+
+
+def test_a_record_edited_against_its_kept_predictions_is_refused_by_compare(runs):
+    import dataclasses
+
+    run = runs["qacg-bert", 7]
+    metrics = json.loads(json.dumps(run.metrics))
+    metrics["selection"]["dev_best"]["test"]["aspect_f1"] = 0.99            # edited consistently elsewhere
+    edited = dataclasses.replace(run, metrics=metrics)
+    with pytest.raises(AbsaError, match=r"its kept predictions do not give back the test aspect_f1"):
+        compare([edited, runs["qacg-bert", 8]], [runs["bert-pair", s] for s in (7, 8)], samples=100)
 
 
 def test_a_record_of_another_run_an_edited_file_or_a_missing_one_is_refused(runs, tmp_path):
@@ -120,8 +136,8 @@ def test_an_export_carries_the_kept_predictions(runs, tmp_path):
 def test_a_resumed_run_keeps_the_predictions_of_the_epochs_before_the_interruption(tmp_path):
     path = tmp_path / "run"
     kept = K.Kept.for_splits("r1", "semeval", {"dev": [], "test": []})
-    kept.logp = {("test", 1): np.zeros((0, 5), np.float16), ("test", 3): np.zeros((0, 5), np.float16),
-                 ("dev", 1): np.zeros((0, 5), np.float16)}
+    kept.rows = {("test", 1): np.zeros((0, 5), np.float32), ("test", 3): np.zeros((0, 5), np.float32),
+                 ("dev", 1): np.zeros((0, 5), np.float32)}
     path.mkdir()
     K.write_kept(path, kept)
     fresh = K.Kept.for_splits("r1", "semeval", {"dev": [], "test": []})
@@ -216,13 +232,15 @@ def test_compare_reports_the_metrics_it_can_and_names_those_it_cannot(runs):
     import dataclasses
     import math
 
-    def without(run, key):
+    def without(run, key):                              # (and without kept predictions, which would disagree)
         metrics = json.loads(json.dumps(run.metrics))
         metrics["selection"]["dev_best"]["test"][key] = math.nan
+        metrics.pop("predictions")
         return dataclasses.replace(run, metrics=metrics)
 
     a = [without(runs["qacg-bert", s], "sentiment_acc_4class") for s in (7, 8)]
-    b = [runs["bert-pair", s] for s in (7, 8)]
+    b = [dataclasses.replace(runs["bert-pair", s], metrics={k: v for k, v in runs["bert-pair", s].metrics.items()
+                                                             if k != "predictions"}) for s in (7, 8)]
     table = compare(a, b, metrics=("aspect_f1", "sentiment_acc_4class"), samples=100)
     assert list(table["metric"]) == ["aspect_f1"]
     assert table.attrs["not_compared"]["sentiment_acc_4class"].startswith("undefined in seeds 7 8")
@@ -261,3 +279,13 @@ def test_runs_behind_symbolic_links_are_found_once_and_a_loop_ends(runs, tmp_pat
     (root / "semeval" / "again").symlink_to(root, target_is_directory=True)        # a loop
     found = find_runs(root, model="qacg-bert")
     assert sorted(r.config["seed"] for r in found) == [7, 8]
+
+
+def test_the_grid_export_refuses_damaged_kept_predictions_before_writing(runs, tmp_path):
+    source = runs["bert-pair", 7].path
+    copy = tmp_path / "src" / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    (copy / "predictions.npz").write_bytes((copy / "predictions.npz").read_bytes()[:-3])
+    with pytest.raises(AbsaError, match="predictions.npz: its bytes are not those metrics.json names"):
+        export_records([load_run(copy)], tmp_path / "ref")
+    assert not (tmp_path / "ref").exists()

@@ -11,12 +11,14 @@ objects)::
     keys_<split>         sha256 of the split's example keys (id, [target,] aspect) in the rows' order:
                          two runs' rows are paired only when their keys agree
     gold_<split>         (N,) int8 gold label ids
-    logp_<split>_<epoch> (N, C) float16 natural logs of the probabilities (floored at e^-60)
+    p_<split>_<epoch>    (N, C) the probabilities the metrics were computed from, bit for bit (float32
+                         as inference gives them)
 
-A probability p comes back within a relative |ln p|·2⁻¹¹ (0.03% at 0.5, 0.4% at 10⁻⁴); as float16
-probabilities, 0.9995 and 0.9996 would be one number and tie the AUC's scores. The metrics computed
-from the kept rows are the recorded ones (a test checks it on tiny runs; on the one-epoch SemEval runs
-every metric of both splits came back equal). ``metrics.json`` names the file with its size and
+so every recorded metric recomputes exactly from the kept rows: training checks it when it writes
+them, and :meth:`Kept.disagreement` when a comparison reads them (a run whose records and kept rows
+disagree is refused). Files written before (``logp_<split>_<epoch>``: float16 logs of the
+probabilities, a relative |ln p|·2⁻¹¹ off) still load; where rounding turned near-ties into ties,
+the check refuses them. ``metrics.json`` names the file with its size and
 sha256 and the epochs it keeps per split (``"predictions": {"file", "bytes", "sha256", "epochs": {"dev":
 [...], "test": [...]}}``) and :func:`read_kept` checks them.
 A record without the entry (a run trained before predictions were kept) loads as before, with none.
@@ -35,11 +37,11 @@ import numpy as np
 from absa_lib.checks import is_int
 from absa_lib.data.datasets import LABELS
 from absa_lib.errors import AbsaError, one_line
+from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.fileio import atomic_write_bytes
 
 KEPT_FILE = "predictions.npz"
 SPLITS = ("dev", "test")
-LOG_FLOOR = -60.0            # log of the smallest probability kept (e^-60 ~ 1e-26; softmax underflows to 0)
 
 
 def keys_digest(examples) -> str:
@@ -51,14 +53,15 @@ def keys_digest(examples) -> str:
 @dataclass
 class Kept:
     """One run's kept predictions: the gold labels and keys of each split, and per (split, epoch) the
-    float16 log probabilities (N, C)."""
+    (N, C) rows: the probabilities as computed (float32 or float64), or, in a file written before,
+    float16 logs of them."""
 
     run_id: str
     dataset: str
     gold: dict[str, np.ndarray]                      # split -> (N,) int8
     keys: dict[str, str]                             # split -> keys_digest of its examples
     labels: tuple[str, ...]                          # the columns' labels
-    logp: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)   # (split, epoch) -> (N, C) float16
+    rows: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)   # (split, epoch) -> (N, C)
 
     @classmethod
     def for_splits(cls, run_id: str, dataset: str, splits: dict[str, list]) -> Kept:
@@ -69,26 +72,40 @@ class Kept:
     @property
     def epochs(self) -> dict[str, list[int]]:
         """The epochs kept, per split."""
-        return {split: sorted(e for s, e in self.logp if s == split) for split in SPLITS}
+        return {split: sorted(e for s, e in self.rows if s == split) for split in SPLITS}
 
     def add(self, epoch: int, probs: dict[str, np.ndarray]) -> None:
         """Keep the epoch's class probabilities (``{split: (N, C)}``)."""
         for split, p in probs.items():
-            p = np.asarray(p, dtype=np.float64)
+            p = np.asarray(p)
+            if p.dtype not in (np.float32, np.float64):
+                p = p.astype(np.float64)
             if p.shape != (len(self.gold[split]), len(self.labels)):
                 raise AbsaError(f"kept predictions: {split} probabilities of shape {p.shape}, expected "
                                 f"({len(self.gold[split])}, {len(self.labels)})")
-            with np.errstate(divide="ignore"):
-                self.logp[split, epoch] = np.maximum(np.log(p), LOG_FLOOR).astype(np.float16)
+            self.rows[split, epoch] = p.copy()
 
     def keep_only(self, epochs: dict[str, set[int]]) -> None:
         """Keep only ``epochs[split]`` of each split (those the protocols select so far)."""
-        self.logp = {(s, e): v for (s, e), v in self.logp.items() if e in epochs[s]}
+        self.rows = {(s, e): v for (s, e), v in self.rows.items() if e in epochs[s]}
 
     def probs(self, split: str, epoch: int) -> np.ndarray | None:
-        """(N, C) float64 probabilities of ``split`` at ``epoch``; None when that epoch is not kept."""
-        logp = self.logp.get((split, epoch))
-        return None if logp is None else np.exp(logp.astype(np.float64))
+        """(N, C) probabilities of ``split`` at ``epoch``, the array the metrics were computed from (from
+        a file written before: float64 from its float16 logs); None when that epoch is not kept."""
+        rows = self.rows.get((split, epoch))
+        if rows is None or rows.dtype != np.float16:
+            return rows
+        return np.exp(rows.astype(np.float64))
+
+    def disagreement(self, split: str, epoch: int, recorded: dict) -> list[str]:
+        """The metrics of ``recorded`` (a record's metrics of ``split`` at ``epoch``) that the kept rows
+        do not give back exactly; [] when they agree (or the epoch is not kept)."""
+        probs = self.probs(split, epoch)
+        if probs is None:
+            return []
+        with np.errstate(all="ignore"):
+            again = compute_metrics(self.dataset, self.gold[split], probs, tuple(recorded))
+        return [k for k, v in recorded.items() if not (again.get(k) == v or (_nan(again.get(k)) and _nan(v)))]
 
     def to_bytes(self) -> bytes:
         arrays = {"run_id": np.array(self.run_id), "dataset": np.array(self.dataset),
@@ -96,8 +113,8 @@ class Kept:
         for split in self.gold:
             arrays[f"keys_{split}"] = np.array(self.keys[split])
             arrays[f"gold_{split}"] = self.gold[split]
-        for (split, epoch), logp in sorted(self.logp.items()):
-            arrays[f"logp_{split}_{epoch}"] = logp
+        for (split, epoch), rows in sorted(self.rows.items()):
+            arrays[f"{'logp' if rows.dtype == np.float16 else 'p'}_{split}_{epoch}"] = rows
         buffer = io.BytesIO()         # np.savez_compressed's format, without its clock: same rows, same bytes
         with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for name, array in arrays.items():
@@ -133,15 +150,23 @@ class Kept:
                 raise AbsaError(f"{where}: no gold_{split} label ids (int8 in 0..{n_labels - 1}) and keys_{split}; {fix}")
             kept.gold[split], kept.keys[split] = gold, str(keys)
         for name, array in arrays.items():
-            if not name.startswith("logp_"):
+            kind, _, rest = name.partition("_")
+            if kind not in ("p", "logp"):
                 continue
-            split, _, epoch = name[5:].partition("_")
-            if split not in SPLITS or not epoch.isdigit() or array.dtype != np.float16 or array.shape != (
-                    len(kept.gold[split]), n_labels) or not np.isfinite(array).all() or (array > 0).any():
+            split, _, epoch = rest.partition("_")
+            values = (array <= 0).all() if kind == "logp" else ((array >= 0) & (array <= 1)).all()
+            dtypes = (np.float16,) if kind == "logp" else (np.float32, np.float64)
+            if split not in SPLITS or not epoch.isdigit() or array.dtype not in dtypes or array.shape != (
+                    len(kept.gold[split]), n_labels) or not np.isfinite(array).all() or not values:
+                what = "float16 log probabilities" if kind == "logp" else "float32 probabilities in [0, 1]"
                 raise AbsaError(f"{where}: {name} is not a ({len(kept.gold[split]) if split in SPLITS else 'N'}, "
-                                f"{n_labels}) float16 array of log probabilities; {fix}")
-            kept.logp[split, int(epoch)] = array
+                                f"{n_labels}) array of {what}; {fix}")
+            kept.rows[split, int(epoch)] = array
         return kept
+
+
+def _nan(value) -> bool:
+    return isinstance(value, float) and value != value
 
 
 def write_kept(folder: Path, kept: Kept) -> dict:
@@ -194,5 +219,5 @@ def resumed(folder: Path, run_id: str, upto: int, fresh: Kept) -> Kept:
         return fresh
     if old.keys != fresh.keys or old.dataset != fresh.dataset:
         return fresh
-    fresh.logp = {k: v for k, v in old.logp.items() if k[1] <= upto}
+    fresh.rows = {k: v for k, v in old.rows.items() if k[1] <= upto}
     return fresh

@@ -174,13 +174,15 @@ def export_records(runs: list, results_dir: Path, replace: bool = False) -> list
     ``<results_dir>/runs/<dataset>/<model>/<run_id>/``, the layout ``results/reference/`` uses.
 
     A record already there with other bytes (the same configuration trained again, e.g. a GPU record
-    and a CPU one) is refused before anything is written, unless ``replace`` (a notebook's
-    ``force_retrain``: the run was retrained on purpose)."""
+    and a CPU one), or kept predictions that do not check out as its import checks them (missing,
+    damaged, another run's), is refused before anything is written, unless ``replace`` (a notebook's
+    ``force_retrain``: the run was retrained on purpose) for the first."""
     written, plan = [], []
     for run in runs:
         dest = Path(results_dir) / "runs" / run.config["dataset"] / run.config["model"] / run.run_id
         if dest.resolve() == Path(run.path).resolve():
             continue
+        run.kept()                  # a kept-predictions file that is missing, damaged or another run's: refused
         differ = [n for n in KEPT_RECORD_FILES if (dest / n).is_file() and (Path(run.path) / n).is_file()
                   and (dest / n).read_bytes() != (Path(run.path) / n).read_bytes()]
         if differ and not replace:

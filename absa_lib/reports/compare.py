@@ -67,6 +67,13 @@ def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[
     probs = [k.probs("test", by_seed[s].selected(protocol)["epoch"]) for k, s in zip(kept, seeds, strict=True)]
     if any(p is None for p in probs):
         return None
+    for k, s in zip(kept, seeds, strict=True):
+        chosen = by_seed[s].selected(protocol)
+        if differ := k.disagreement("test", chosen["epoch"], chosen["test"]):
+            raise AbsaError(f"{by_seed[s].path}: its kept predictions do not give back the test {', '.join(differ)} "
+                            f"its metrics.json records at epoch {chosen['epoch']} (the records were edited, or the "
+                            "predictions kept before they were exact round near-ties); a difference needs both to "
+                            "agree: retrain the run with --force")
     keys = {k.keys["test"] for k in kept}
     if len(keys) > 1 or any(not np.array_equal(k.gold["test"], kept[0].gold["test"]) for k in kept):
         raise AbsaError("the runs' kept predictions are for other test examples (their keys differ); a difference is "

@@ -249,6 +249,10 @@ def _evaluate_and_select(s: _Session, epoch: int, row: dict, progress: bool) -> 
             write_predictions(s.path / f"predictions_{split}.csv", examples, probs[split])
     selected = select_epochs(state["epochs"], s.sel_metric)
     s.kept.add(epoch, probs)
+    for split in probs:                       # the kept rows give the recorded metrics back, exactly
+        if differ := s.kept.disagreement(split, epoch, row[split]):
+            raise AbsaError(f"{s.path}: the kept {split} predictions of epoch {epoch} do not give back its "
+                            f"{', '.join(differ)}; please report this run")
     dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
     s.kept.keep_only({"dev": {dev_best}, "test": {dev_best, test_best}})
     s.kept_entry = write_kept(s.path, s.kept)
