@@ -289,3 +289,46 @@ def test_the_grid_export_refuses_damaged_kept_predictions_before_writing(runs, t
     with pytest.raises(AbsaError, match="predictions.npz: its bytes are not those metrics.json names"):
         export_records([load_run(copy)], tmp_path / "ref")
     assert not (tmp_path / "ref").exists()
+
+
+def test_unclear_messages_now_say_what_happened(runs, tmp_path, capsys):
+    import dataclasses
+
+    from absa_lib.cli import main
+    from absa_lib.reports.model_card import export_run
+
+    assert main(["compare", str(tmp_path / "typo"), str(runs["bert-pair", 7].path)]) == 2     # a mistyped folder
+    assert "A: " + str(tmp_path / "typo") + ": no such folder" in capsys.readouterr().err
+
+    def last_not_kept(run):                 # the last epoch is one the run did not keep predictions of
+        metrics = json.loads(json.dumps(run.metrics))
+        metrics["selection"]["last"] = {**metrics["selection"]["last"], "epoch": 99}
+        return dataclasses.replace(run, metrics=metrics)
+
+    a = [last_not_kept(runs["qacg-bert", s]) for s in (7, 8)]
+    b = [last_not_kept(runs["bert-pair", s]) for s in (7, 8)]
+    table = compare(a, b, protocol="last", metrics=("aspect_f1",))
+    assert "not at the last epoch's" in to_text(table, a, b, "last")
+
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(AbsaError, match=r"dangling: a symbolic link \(to .*nowhere\), not a folder"):
+        export_run(runs["bert-pair", 7], tmp_path / "dangling")
+
+
+def test_an_own_dataset_whose_csv_is_a_folder_says_so(fixtures_dir, tmp_path):
+    from absa_lib.data import own_data
+
+    from absa_lib.data import datasets as D
+
+    folder = shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones")
+    (folder / "train.csv").unlink()
+    (folder / "train.csv").mkdir()
+    tables = (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)
+    saved = [dict(t) for t in tables]
+    try:
+        with pytest.raises(AbsaError, match=r"train.csv: a folder, not a CSV file; a dataset folder holds the CSV"):
+            own_data.register_dataset(folder)
+    finally:                                              # the scheme was registered before the files were read
+        for table, before in zip(tables, saved, strict=True):
+            table.clear()
+            table.update(before)

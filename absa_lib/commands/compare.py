@@ -40,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.reports.compare import compare, to_text
     from absa_lib.training.runs import find_runs
 
+    for side, folder in (("A", args.a), ("B", args.b)):
+        if not Path(folder).is_dir():
+            raise AbsaError(f"{side}: {folder}: {'not a folder' if Path(folder).exists() else 'no such folder'}; give "
+                            "a folder of runs (a run folder, or any folder above runs)")
     sides = [find_runs(Path(folder), **parse_overrides(filters, option))
              for folder, filters, option in ((args.a, args.a_filter, "--a-filter"), (args.b, args.b_filter, "--b-filter"))]
     if not 100 <= args.samples <= MAX_SAMPLES:

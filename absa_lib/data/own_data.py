@@ -171,7 +171,8 @@ def register_dataset(folder) -> str:
     for split, file in SPLIT_FILES.items():
         path = folder / file
         if not path.is_file():
-            raise AbsaError(f"{path}: missing; a dataset folder holds {', '.join(SPLIT_FILES.values())} "
+            what = "a folder, not a CSV file" if path.is_dir() else "not a regular file" if path.exists() else "missing"
+            raise AbsaError(f"{path}: {what}; a dataset folder holds the CSV files {', '.join(SPLIT_FILES.values())} "
                             "(dev selects the epoch, test is reported beside it)")
         sha[file] = file_sha256(path)
         examples[split] = read_split(path, scheme, split)        # every row checked now

@@ -57,6 +57,10 @@ def _one_configuration(runs: list[Run], side: str) -> dict:
     return runs[0].config
 
 
+class _NotKept(Exception):
+    """Why a comparison has no interval over test sentences though its runs kept predictions."""
+
+
 def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[list, np.ndarray, str] | None:
     """Each seed's kept test probabilities at the ``protocol`` epoch, the gold labels and the keys'
     digest; None when a run kept none (trained before runs kept them)."""
@@ -66,7 +70,8 @@ def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[
         return None
     probs = [k.probs("test", by_seed[s].selected(protocol)["epoch"]) for k, s in zip(kept, seeds, strict=True)]
     if any(p is None for p in probs):
-        return None
+        raise _NotKept(f"the runs keep predictions at their dev- and test-selected epochs only, not at the {protocol} "
+                       "epoch's")
     for k, s in zip(kept, seeds, strict=True):
         chosen = by_seed[s].selected(protocol)
         if differ := k.disagreement("test", chosen["epoch"], chosen["test"]):
@@ -126,7 +131,11 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     keys = tuple(scores)
     seeds = list(paired_differences({r.config["seed"]: 0.0 for r in runs_a},   # the shared seeds; unpaired ones
                                     {r.config["seed"]: 0.0 for r in runs_b}))  # are refused in one line
-    kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
+    try:
+        kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
+        no_interval = "" if all(kept) else "a run kept no per-example predictions: trained before runs kept them"
+    except _NotKept as why:
+        kept, no_interval = [None, None], str(why)
     intervals = {}
     if all(kept):
         if kept[0][2] != kept[1][2]:
@@ -148,6 +157,7 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
         row.update(verdict_columns(verdict))
     table = pd.DataFrame(rows)
     table.attrs["not_compared"] = not_compared           # metric: why it could not be compared
+    table.attrs["no_interval"] = no_interval              # why there is no interval over test sentences
     return table
 
 
@@ -175,7 +185,7 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
                      f"{f'[{r.seed_low:+.1f}, {r.seed_high:+.1f}]':<16} {r.p_adjusted:8.3f} {r.min_detectable:5.1f} {ci:<15} "
                      f"{r.eps_a_over_b:8.2f} {r.eps_b_over_a:8.2f}  {r.verdict}")
     if table["ci_low"].isna().all():
-        lines.append("95% CI (test): – (a run kept no per-example predictions: trained before runs kept them)")
+        lines.append(f"95% CI (test): – ({table.attrs.get('no_interval') or 'no kept predictions'})")
     for key, why in table.attrs.get("not_compared", {}).items():
         lines.append(f"{key:<22} not compared: {why}")
     lines.append("MDD: the smallest gain the rule would find 80% of the time with these seeds and their spread")

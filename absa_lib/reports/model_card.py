@@ -139,7 +139,10 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
     SHA-256) to ``folder``, a new or empty folder; return the folder. Written beside it under a
     temporary name and renamed into place, so a killed export leaves no folder that looks complete."""
     folder = Path(folder).absolute()
-    if folder.is_symlink() or (folder.exists() and (not folder.is_dir() or any(folder.iterdir()))):
+    if folder.is_symlink():
+        raise AbsaError(f"{folder}: a symbolic link (to {os.readlink(folder)}), not a folder; give a new folder to "
+                        "export to")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise AbsaError(f"{folder}: exists and is not an empty folder; give a new folder to export to")
     model = run.load_model("best")                       # verified: this run's, at its dev-selected epoch
     card = card_text(run, data_dir)
