@@ -95,7 +95,13 @@ start=$(date +%s)
 "$PY" -m absa_lib.harness.run_all data "$PARAMS" || exit 1
 if "$PY" -c "import yaml, sys; sys.exit(0 if yaml.safe_load(open(sys.argv[1]))['allow_training'] else 1)" "$PARAMS"; then
   echo "[run_all] $(date +%H:%M:%S) training the grid of '$PROFILE' (follow it: tail -f ${OUT#"$ROOT"/}/grid.log)" >&2
-  if ! "$PY" -m absa_lib.cli grid --profile "$PARAMS" > "$OUT/grid.log" 2>&1; then
+  # the whole log to grid.log; to the terminal, each finished run with the runs done, left and the pace
+  set +e
+  "$PY" -m absa_lib.cli grid --profile "$PARAMS" 2>&1 | tee "$OUT/grid.log" \
+    | { grep --line-buffered -E 'runs done, [0-9]+ left' | sed -u 's/^\[grid\]/[run_all]   grid/' >&2; }
+  grid_status=${PIPESTATUS[0]}
+  set -e
+  if [ "$grid_status" -ne 0 ]; then
     reason="$(grep '^\[grid\] [0-9]* runs:' "$OUT/grid.log" | tail -1 || true)"
     echo "[run_all] FAILED: the grid of runs (profile $PROFILE): ${reason:-$(tail -n 1 "$OUT/grid.log")}" >&2
     echo "[run_all]   see $OUT/grid.log and the run logs it names" >&2
