@@ -217,8 +217,8 @@ def test_explained_words_are_the_words_the_tokenizer_sees():
 
 
 def test_control_characters_between_words_keep_every_share_on_its_word(runs):
-    result = predict_text(runs["sentihood"], "LOCATION1 is\x1csafe but LOCATION2 is\x1fnot", explain=True, truncate=True)
-    assert result["words"] == ["LOCATION1", "issafe", "but", "LOCATION2", "isnot"]
+    result = predict_text(runs["sentihood"], "LOCATION1 is\x1csafe but LOCATION2\x1fis not", explain=True, truncate=True)
+    assert result["words"] == ["LOCATION1", "issafe", "but", "LOCATION2is", "not"]       # also glued to a mask
     for p in result["predictions"]:
         shares = p["explanation"]["relevance"]
         assert None not in shares and sum(shares) == pytest.approx(1)

@@ -193,7 +193,7 @@ def test_a_checksum_list_that_leaves_a_file_out_is_refused(capsys, run, listed):
 
 def test_a_checkpoint_folder_given_as_the_run_is_named(capsys, run):
     refused(capsys, ["predict", "--run", str(run / "checkpoints" / "best"), TEXT],
-            "a checkpoint's config, not a run record; give the run folder")
+            "a model's config (a checkpoint, or an exported folder", "not a run record; give the run folder")
 
 
 def test_an_output_that_is_a_folder_is_refused_before_any_work(capsys, run, tmp_path):

@@ -332,3 +332,54 @@ def test_an_own_dataset_whose_csv_is_a_folder_says_so(fixtures_dir, tmp_path):
         for table, before in zip(tables, saved, strict=True):
             table.clear()
             table.update(before)
+
+
+def test_the_sweeps_last_faults_are_refused_in_one_line(runs, tmp_path, capsys, monkeypatch):
+    """The third pass's own sweep: kept epochs that are not the selected ones, ABSA_KEEP_LAST=no, an
+    export missing a file, one shared seed, a filter that matches nothing, a data file that is a folder,
+    --export onto a file, a folder given as a profile."""
+    from absa_lib.cli import main
+    from absa_lib.data.download import verify
+    from absa_lib.reports.model_card import export_run
+    from absa_lib.training import runs as R
+
+    source = runs["qacg-bert", 7].path
+    copy = tmp_path / "edited" / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    metrics = json.loads((copy / "metrics.json").read_text())
+    others = [e for e in range(1, 4) if e != metrics["predictions"]["epochs"]["dev"][0]]
+    metrics["predictions"]["epochs"]["dev"] = others[:1]                 # an epoch the selection does not choose
+    (copy / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(AbsaError, match=r"its kept predictions are of epochs .*but its selections are dev epoch"):
+        load_run(copy)
+
+    with pytest.raises(AbsaError, match=r"^ABSA_KEEP_LAST='no': expected 1"):
+        R.Launch.from_environ({"ABSA_KEEP_LAST": "no"})
+
+    folder = export_run(runs["bert-pair", 7], tmp_path / "export")
+    recorded = json.loads((folder / "absa_export.json").read_text())["sha256"]
+    victim = next(n for n in sorted(recorded) if n.startswith("tokenizer") or n == "vocab.txt")
+    (folder / victim).unlink()                            # read before the weights: named, not a tokenizer error
+    assert main(["predict", "--run", str(folder), "The pasta was great"]) == 2
+    assert f"{victim}: missing (its sha256 is recorded in absa_export.json); export the run again" in \
+        capsys.readouterr().err
+
+    with pytest.raises(AbsaError, match=r"A and B share 1 seed \(7\); a comparison over seeds needs two or more"):
+        compare([runs["qacg-bert", 7]], [runs["bert-pair", 7]])
+    parent = runs["qacg-bert", 7].path.parents[2]
+    assert main(["compare", str(parent), str(parent), "--a-filter", "model=qacg-bertx", "--b-filter",
+                 "model=bert-pair"]) == 2
+    assert "A: no finished run under" in (err := capsys.readouterr().err) and "matching model=qacg-bertx" in err
+
+    data = tmp_path / "data"
+    shutil.copytree(__import__("os").environ["ABSA_DATA_DIR"], data)
+    (data / "semeval2014" / "Restaurants_Train.xml").unlink()
+    (data / "semeval2014" / "Restaurants_Train.xml").mkdir()
+    with pytest.raises(AbsaError, match=r"Restaurants_Train.xml is a folder, not the file"):
+        verify(data)
+
+    (tmp_path / "afile").write_text("x")
+    assert main(["grid", "--profile", "smoke", "--export", str(tmp_path / "afile")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["grid", "--profile", str(tmp_path), "--list"]) == 2
+    assert f"{tmp_path}: a folder; give a profile's name" in capsys.readouterr().err

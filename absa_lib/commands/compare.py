@@ -46,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
                             "a folder of runs (a run folder, or any folder above runs)")
     sides = [find_runs(Path(folder), **parse_overrides(filters, option))
              for folder, filters, option in ((args.a, args.a_filter, "--a-filter"), (args.b, args.b_filter, "--b-filter"))]
+    for side, folder, filters, runs in (("A", args.a, args.a_filter, sides[0]), ("B", args.b, args.b_filter, sides[1])):
+        if not runs:
+            raise AbsaError(f"{side}: no finished run under {folder}" + (f" matching {' '.join(filters)}" if filters else "")
+                            + f"; `absa summary {folder}` lists the runs there, finished or not, and their fields")
     if not 100 <= args.samples <= MAX_SAMPLES:
         raise AbsaError(f"--samples {args.samples}: expected 100 to {MAX_SAMPLES:,} bootstrap draws (a 95% interval "
                         "from fewer is noise; 10,000 already gives it to a tenth of a point, and each draw rescoring "

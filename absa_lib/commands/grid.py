@@ -121,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.export:
         target = Path(args.export).expanduser().absolute()       # from the working folder, as any path given
+        if target.exists() and not target.is_dir():
+            raise AbsaError(f"--export {args.export}: {target} is a file, not a folder; give the folder to write "
+                            "runs/<dataset>/<model>/<run_id>/ under")
         written = export_finished(cells, runs_dir, target)
         print(f"[grid] exported {len(written)} record files of finished runs to {target / 'runs'}")
         return 0

@@ -98,7 +98,8 @@ def file_sha256(path: Path) -> str:
 def _problem(path: Path, f: DataFile) -> str | None:
     """None if ``path`` holds exactly the pinned bytes of ``f``, else what is wrong (one phrase)."""
     if not path.is_file():
-        return f"{path} is missing (expected {f.size:,} bytes, sha256 {f.sha256})"
+        what = "a folder, not the file" if path.is_dir() else "not a regular file" if path.exists() else "missing"
+        return f"{path} is {what} (expected {f.size:,} bytes, sha256 {f.sha256})"
     size = path.stat().st_size
     if size < f.size:
         return f"{path} is too short (truncated or edited): {size:,} bytes, expected {f.size:,} (sha256 {f.sha256})"

@@ -51,7 +51,8 @@ def model_text(dataset: str, text: str) -> str:
     """The sentence as the model reads it (the NLI_M ``sentence1``, up to punctuation spacing)."""
     if dataset != "sentihood":
         return text                                       # SemEval's raw XML text as published; yours
-    s = _CLITICS.sub(lambda m: m.group(0) + " ", text.strip().lower())   # do n't, can not, gon na
+    s = " ".join(words_of(text)).lower()                   # the tokenizer's words first (a control character
+    s = _CLITICS.sub(lambda m: m.group(0) + " ", s)        # glued to a mask is gone); do n't, can not, gon na
     s = _MASK.sub(lambda m: "location - " + m.group(1), s)
     s = _OPEN_QUOTE.sub(" `` ", s).replace('"', " '' ")
     return " ".join(words_of(s))

@@ -272,7 +272,8 @@ def paired_differences(scores_a: dict, scores_b: dict) -> dict[int, float]:
     only = sorted(set(scores_a) ^ set(scores_b))
     if only:
         raise AbsaError(f"seeds {', '.join(map(str, only))} are on one side only; compare runs of the same seeds "
-                        f"(A has {sorted(scores_a)}, B has {sorted(scores_b)})")
+                        f"(A has {sorted(scores_a)}, B has {sorted(scores_b)}; a run folder that is unfinished or lacks "
+                        "its records is not counted: `absa summary FOLDER` lists them)")
     return {s: scores_a[s] - scores_b[s] for s in sorted(scores_a)
             if not (math.isnan(scores_a[s]) or math.isnan(scores_b[s]))}
 

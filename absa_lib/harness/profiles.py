@@ -148,6 +148,9 @@ def profile_path(name: str) -> Path:
         raise AbsaError(f"profile {name!r}: no params/ folder (not running from a checkout); "
                         "set the notebook parameters by hand")
     path = folder / f"{name}.yaml"
+    if not path.is_file() and Path(name).exists():     # a path, but not a profile file
+        raise AbsaError(f"{name}: {'a folder' if Path(name).is_dir() else 'not a .yaml file'}; give a profile's name "
+                        "(smoke, cpu, gpu, paper, render) or the path of a .yaml profile file")
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
         raise AbsaError(f"{path}: no such profile; expected one of {known}")

@@ -114,6 +114,10 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     unknown = [m for m in metrics or () if m not in known]
     if unknown:
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(known)}")
+    shared = sorted({r.config["seed"] for r in runs_a} & {r.config["seed"] for r in runs_b})
+    if len(shared) < 2 and set(r.config["seed"] for r in runs_a) == set(r.config["seed"] for r in runs_b):
+        raise AbsaError(f"A and B share {len(shared)} seed{'s' if len(shared) != 1 else ''} "
+                        f"({' '.join(map(str, shared))}); a comparison over seeds needs two or more a side")
     asked = tuple(metrics or known)
     scores, not_compared = {}, {}
     for key in asked:
@@ -133,7 +137,8 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
                                     {r.config["seed"]: 0.0 for r in runs_b}))  # are refused in one line
     try:
         kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
-        no_interval = "" if all(kept) else "a run kept no per-example predictions: trained before runs kept them"
+        no_interval = "" if all(kept) else ("a run keeps no per-example predictions (trained before runs kept "
+                                             "them, or its record names none)")
     except _NotKept as why:
         kept, no_interval = [None, None], str(why)
     intervals = {}

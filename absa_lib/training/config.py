@@ -248,8 +248,9 @@ def config_from_record(record, source: Path) -> TrainConfig:
     needed = ("run_id", "dataset", "model", "aux", "backbone")
     if not isinstance(record, dict) or not set(needed) <= set(record):
         if isinstance(record, dict) and "absa_model" in record:     # a checkpoint's config.json
-            raise AbsaError(f"{source}: a checkpoint's config, not a run record; give the run folder (the one "
-                            "holding checkpoints/), as `absa train` printed it")
+            raise AbsaError(f"{source}: a model's config (a checkpoint, or an exported folder without its "
+                            "absa_export.json, or one still being written), not a run record; give the run folder (the "
+                            "one holding checkpoints/) as `absa train` printed it, or a complete `absa export` folder")
         got = type(record).__name__ if not isinstance(record, dict) else \
             f"no {', '.join(k for k in needed if k not in record)}"
         raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "

@@ -239,17 +239,20 @@ class ExportedModel:
     def run_id(self) -> str:
         return self.config["run_id"]
 
-    def load_model(self, which: str = "best"):
-        """The model, after checking every file against the checksums the export recorded."""
-        fix = "export the run again (absa export RUN DIR)"
-        if which != "best":
-            raise AbsaError(f"{self.path}: an exported folder holds the dev-selected model only, not {which!r}")
+    def verify(self) -> None:
+        """Every file the export wrote, as it wrote it (its SHA-256 in :data:`EXPORT_RECORD`)."""
         for name, digest in sorted(self.record["sha256"].items()):
             actual = file_sha256(self.path / name) if (self.path / name).is_file() else "missing"
             if actual != digest:
                 raise AbsaError(f"{self.path / name}: {'missing' if actual == 'missing' else 'changed since export'} "
-                                f"(its sha256 is recorded in {EXPORT_RECORD}); {fix}")
-        return _model_of(self.path, self.config, EXPORT_RECORD, fix)
+                                f"(its sha256 is recorded in {EXPORT_RECORD}); export the run again (absa export RUN DIR)")
+
+    def load_model(self, which: str = "best"):
+        """The model, after checking every file against the checksums the export recorded."""
+        if which != "best":
+            raise AbsaError(f"{self.path}: an exported folder holds the dev-selected model only, not {which!r}")
+        self.verify()
+        return _model_of(self.path, self.config, EXPORT_RECORD, "export the run again (absa export RUN DIR)")
 
 
 def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
@@ -263,7 +266,9 @@ def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
         raise AbsaError(f"{path / EXPORT_RECORD}: expected the export's record (run, labels, contexts, sha256); "
                         "export the run again (absa export RUN DIR)")
     config_from_record(record["run"], path / EXPORT_RECORD)              # its run id is the hash of its fields
-    return ExportedModel(path, record["run"], record)
+    exported = ExportedModel(path, record["run"], record)
+    exported.verify()                          # before the tokenizer or the weights are read
+    return exported
 
 
 
@@ -325,6 +330,10 @@ class Launch:
             spawned_at = None
         if spawned_at is not None and not math.isfinite(spawned_at):
             spawned_at = None
+        keep_last = environ.get("ABSA_KEEP_LAST", "0")
+        if keep_last not in ("0", "1"):
+            raise AbsaError(f"ABSA_KEEP_LAST={keep_last!r}: expected 1 (keep a finished run's resume state) or 0 (delete "
+                            "it, the default)")
         every = environ.get("ABSA_CHECKPOINT_SECONDS", "300")
         try:
             checkpoint_seconds = float(every)
@@ -335,7 +344,7 @@ class Launch:
                             "state inside an epoch, a number of 0 or more (default 300)")
         return cls(cache_only=environ.get("ABSA_CACHE_ONLY", "") not in ("", "0"),
                    keep_resume_state=resume == "1", spawned_at=spawned_at, checkpoint_seconds=checkpoint_seconds,
-                   keep_last=environ.get("ABSA_KEEP_LAST", "") not in ("", "0"))
+                   keep_last=keep_last == "1")
 
     def seconds_since_spawned(self) -> float | None:
         """Seconds since the grid launched this process; None when no grid launched it."""
@@ -471,6 +480,12 @@ def _check_metrics(path: Path, metrics: dict, n_epochs: int) -> None:
             raise AbsaError(f"{path / 'metrics.json'}: the recorded {protocol} selection is not what its epochs "
                             f"give (epoch {picked['epoch']}); the file was edited or damaged: restore it, or "
                             "retrain with --force")
+    if "predictions" in metrics:                 # training keeps the epochs the protocols select, no others
+        dev_best, test_best = again["dev_best"]["epoch"], again["test_best"]["epoch"]
+        expected = {"dev": [dev_best], "test": sorted({dev_best, test_best})}
+        if {k: sorted(v) for k, v in metrics["predictions"]["epochs"].items()} != expected:
+            raise AbsaError(f"{where}: its kept predictions are of epochs {metrics['predictions']['epochs']}, but its "
+                            f"selections are dev epoch {dev_best}, test epochs {expected['test']}; {fix}")
 
 
 def load_run(path: str | os.PathLike) -> Run:
