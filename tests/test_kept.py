@@ -316,9 +316,8 @@ def test_unclear_messages_now_say_what_happened(runs, tmp_path, capsys):
 
 
 def test_an_own_dataset_whose_csv_is_a_folder_says_so(fixtures_dir, tmp_path):
-    from absa_lib.data import own_data
-
     from absa_lib.data import datasets as D
+    from absa_lib.data import own_data
 
     folder = shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones")
     (folder / "train.csv").unlink()

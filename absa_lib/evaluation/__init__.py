@@ -6,4 +6,8 @@ analyses behind Figures 3-5.
     inference    a model's class probabilities over encoded inputs, batched by length
     predictions  prediction files (one row per sentence x target x aspect) written and scored
     analysis     gradient sensitivity, context signals and attention components (Figures 3-5)
+    explain      why a prediction: each word's share of the gradient sensitivity, a head's attention
+    kept         the per-example predictions a run keeps (the probabilities its metrics came from)
+    significance whether a difference is real: the t-test over seeds, Holm, ASO, the bootstrap over
+                 test sentences, the verdict rule and its minimum detectable difference
 """

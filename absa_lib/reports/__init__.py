@@ -8,4 +8,7 @@
     figure_data     the numbers behind Figures 3-5 and the training curves
     plots           matplotlib figures from those numbers (no model needed)
     data_overview   the data notebook's counts and examples
+    compare         ``absa compare``: two configurations seed by seed, each metric with a verdict
+    claims          the paper's claims measured (training failures and budgets apart)
+    model_card      ``absa export``: a run's model as a folder that predicts alone, with its card
 """

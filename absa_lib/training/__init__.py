@@ -2,7 +2,9 @@
 
     config      :class:`TrainConfig` (every field declared once), the run identity and its hash
     loop        :func:`train`: open or resume -> epochs -> evaluate and select -> finish
-    runs        run folders: the records, the identity check, the cache lookup, locks, environment
+    runs        run folders: the records, the identity check, the cache lookup, locks, environment;
+                exported model folders
+    splits      a run's tokenized splits and each epoch's batches (seeded per epoch)
     optim       AdamW with the paper's schedule
     checkpoint  safetensors checkpoints with checksums, and the resume state
 """
