@@ -15,7 +15,8 @@ the loss and the gradient of every parameter for one batch of training examples.
 their relative differences ‖a − b‖ / ‖b‖ between two files: written in two processes with other
 kernels (the environment variables above are read when torch starts), or on two machines.
 ``weights`` compares two trained checkpoints of one configuration (the same ``absa train`` command
-run under each set of kernels, into two ``--out`` folders): how far apart training has carried the
+run under each set of kernels, into two ``--out`` folders, with ``ABSA_KEEP_LAST=1`` so that a finished
+run keeps ``checkpoints/last``; ``checkpoints/best`` works too): how far apart training has carried the
 two copies, overall and for the parameters furthest apart.
 
 Numbers, not timings: it reads the data from ``$ABSA_DATA_DIR`` (or ``--data-dir``).
