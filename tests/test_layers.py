@@ -119,3 +119,23 @@ def test_absa_train_reads_a_config_file_and_refuses_flags_beside_it(tmp_path, ca
     assert "'epoch' is not a TrainConfig field" in capsys.readouterr().err
     assert main(["train", "--model", "bert-pair", "--out", str(tmp_path)]) == 2
     assert "required: --dataset (or --config FILE)" in capsys.readouterr().err
+
+
+def test_no_branch_on_a_model_name_outside_the_models():
+    """What a model can do is a trait of its registry record (``traits(name).per_context``, ``names_with
+    (table_row=True)``): no module outside ``absa_lib/models/`` compares a model name (``== "bert-single"``,
+    ``in ("cg-bert", "qacg-bert")``), so adding a model means adding its record."""
+    import ast
+
+    names, branches = set(MODELS), []
+    for path in sorted((ROOT / "absa_lib").rglob("*.py")):
+        if "models" in path.relative_to(ROOT / "absa_lib").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                consts = [side] if isinstance(side, ast.Constant) else list(getattr(side, "elts", []))
+                if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
+                    branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert branches == []

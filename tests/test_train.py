@@ -245,7 +245,7 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
 @pytest.mark.parametrize("field,value,needle", [
     ("dataset", "yelp", "dataset='yelp'"), ("model", "gpt", "model='gpt'"), ("aux", "XYZ", "aux='XYZ'"),
     ("sampler", "random", "sampler='random'"), ("epochs", 0, "epochs must be"),
-    ("sampler", "per-context", "sampler='per-context' batches each context apart for bert-single"),
+    ("sampler", "per-context", "sampler='per-context' batches each context apart for the per-context classifiers of bert-single"),
 ])
 def test_bad_config_is_a_clear_error(field, value, needle):
     with pytest.raises(AbsaError, match=needle.replace("(", r"\(")):

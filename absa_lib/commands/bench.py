@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from absa_lib.device import resolve_precision
-    from absa_lib.models import load_tokenizer
+    from absa_lib.models import load_tokenizer, traits
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads is not None:
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     timed = data["fp32 random"][1]
     n_ex = sum(len(b["labels"]) for b in timed)
     n_tok = sum(int(b["attention_mask"].sum()) for b in timed)
-    ref = "bert-pair" if "bert-pair" in models else args.model[0]
+    ref = next((m for m in models if traits(m).reads == "pair"), args.model[0])   # BERT-pair: no context guidance
     rows = _result_rows(args, times, phases, ref, n_ex, n_tok)
     cpu = f"cpu ({torch.get_num_threads()} threads)"
     setup = {"device": torch.cuda.get_device_name() if device.type == "cuda" else cpu,
@@ -272,8 +272,10 @@ def _timed_rounds(args, models: dict, settings: dict, data: dict, phases: tuple[
 
 def _result_rows(args, times: dict, phases: tuple[str, ...], ref: str, n_ex: int, n_tok: int) -> list[dict]:
     """One row per (model, setting): throughput per phase, and its ratio to ``ref`` and to fp32 random."""
+    from absa_lib.models import traits
+
     rows = {key: {"model": key[0], "setting": key[1],
-                  "preset": args.preset if key[0] in ("cg-bert", "qacg-bert") else None,
+                  "preset": args.preset if traits(key[0]).presets else None,
                   **{ph: _summarise(reps, n_ex, n_tok) for ph, reps in t.items()}} for key, t in times.items()}
     for (name, label), row in rows.items():
         for ph in phases:

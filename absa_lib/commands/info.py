@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from absa_lib.models.absa_model import count_parameters, parameter_breakdown
-    from absa_lib.models.registry import model_class, model_config, reads
+    from absa_lib.models.registry import model_class, model_config, reads, traits
 
     aspects = args.num_aspects or _aspects_per_target(args.num_contexts)
     config = model_config(args.model, backbone=args.backbone, num_labels=args.num_labels,
@@ -59,13 +59,13 @@ def run(args: argparse.Namespace) -> int:
                           **parse_overrides(args.set, "--set"))
     with torch.device("meta"):
         model = model_class(args.model)(config)
-    uses_context = model.uses_context or args.model not in ("bert-single", "bert-pair")
+    uses_context = model.uses_context or traits(args.model).context_ids
     info = {"model": args.model, "preset": args.preset if model.uses_context else None, "backbone": args.backbone,
             "num_labels": args.num_labels, "num_contexts": args.num_contexts if uses_context else None,
             "parameters": count_parameters(model), "breakdown": parameter_breakdown(model),
             "fields": {k: getattr(config, k) for k in reads(args.model)},
             "architecture": {k: getattr(config, k) for k in ARCHITECTURE}}
-    if args.model == "bert-single":          # absa train trains one classifier per context (Sun et al.)
+    if traits(args.model).per_context:       # absa train trains one classifier per context (Sun et al.)
         info["classifiers_per_run"] = args.num_contexts
         info["parameters_per_run"] = args.num_contexts * info["parameters"]
     if args.json:

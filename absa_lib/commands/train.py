@@ -68,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def config_from_args(args: argparse.Namespace):
     """The TrainConfig an ``absa train`` command line describes (a dataset folder is registered)."""
     from absa_lib.data.own_data import dataset_name
+    from absa_lib.models import traits
     from absa_lib.training.config import TrainConfig
 
     given = {f.name: getattr(args, f.name) for f in _fields()}
@@ -80,7 +81,7 @@ def config_from_args(args: argparse.Namespace):
     if missing:
         raise AbsaError(f"the following arguments are required: {', '.join(missing)} (or --config FILE)")
     given["dataset"] = dataset_name(args.dataset, args.data_dir)
-    given["aux"] = args.aux or ("single" if args.model == "bert-single" else _default(TrainConfig.__dataclass_fields__["aux"]))
+    given["aux"] = args.aux or traits(args.model).default_aux or _default(TrainConfig.__dataclass_fields__["aux"])
     given["model_overrides"] = parse_overrides(args.model_overrides, "--override")
     return TrainConfig(**given)
 

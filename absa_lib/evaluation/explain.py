@@ -33,8 +33,9 @@ from absa_lib.data.features import Encoded, collate
 from absa_lib.data.inputs import B_VARIANTS, model_text
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.analysis import extract_components, gradient_sensitivity
+from absa_lib.models import MODELS, names_with, traits
 
-EXPLAINED = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
+EXPLAINED = names_with(explainable=True)
 ROWS_PER_PASS = 16           # inputs differentiated together (memory grows with it, time hardly)
 
 
@@ -108,7 +109,8 @@ def attention_words(model, aux: str, encoded: list[Encoded], pieces: list[list[i
                     pad_id: int = 0) -> list[dict]:
     """Figure 5 per word for each example (one input each: none or an M variant): ``{"layer", "head",
     "a_hat", "a_self", "quasi_term"}``, each a list of per-word column sums (None for a word cut off)."""
-    if getattr(model, "name", None) != "qacg-bert" or not getattr(model.config, "quasi", True):
+    name = getattr(model, "name", None)
+    if name not in MODELS or not traits(name).quasi or not getattr(model.config, "quasi", True):
         raise AbsaError("--explain-head shows QACG-BERT's quasi-attention (Figure 5); this model has none")
     if aux in B_VARIANTS:
         raise AbsaError(f"--explain-head needs one input per example (none or an M variant), not {aux}")

@@ -33,13 +33,13 @@ from absa_lib.errors import AbsaError, RunBusy
 from absa_lib.fileio import atomic_write_json, lock_holder, read_json
 from absa_lib.harness.ablations import ABLATIONS
 from absa_lib.harness.grid import export_records, make_configs, other_attention_specs, table_specs, train_base
-from absa_lib.models import MODELS
+from absa_lib.models import MODELS, names_with
 from absa_lib.training import runs
 from absa_lib.training.config import TrainConfig, run_path
 from absa_lib.training.runs import device_name, load_run, marked_complete, run_seconds
 
 PARTS = ("tables", "ablations", "other")    # notebooks 02-03, 04, 06
-TABLE_MODELS = ("bert-single", "bert-pair", "cg-bert", "qacg-bert")
+TABLE_MODELS = names_with(table_row=True)
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,13 @@ from absa_lib.models.registry import (
            build_for_training,
            build_model,
            model_config,
+           names_with,
            preset_fields,
            reads,
+           traits,
 )
 
 __all__ = ["BACKBONES", "FIELDS", "MODELS", "PRESETS", "AbsaConfig", "AbsaModel", "AbsaOutput", "AbsaPreTrainedModel",
            "CGBertSelfAttention", "PerContextModel", "QACGBertSelfAttention", "build_for_training", "build_model",
-           "count_parameters", "load_tokenizer", "model_config", "parameter_breakdown", "preset_fields", "reads"]
+           "count_parameters", "load_tokenizer", "model_config", "names_with", "parameter_breakdown", "preset_fields",
+           "reads", "traits"]

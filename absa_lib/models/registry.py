@@ -28,23 +28,39 @@ from absa_lib.models.pretrained import AbsaPreTrainedModel
 @dataclass(frozen=True)
 class Model:
     """One model: its class, the model fields it reads (:data:`~absa_lib.models.model_config.FIELDS`,
-    :data:`~absa_lib.models.model_config.OTHER_FIELDS`) and, for the other attention systems, the
-    learning rate of their new layers (``head_lr``)."""
+    :data:`~absa_lib.models.model_config.OTHER_FIELDS`), for the other attention systems the learning
+    rate of their new layers (``head_lr``), and what it can do; the rest of the package asks these
+    traits, never a model's name."""
 
     cls: type[AbsaPreTrainedModel]
     fields: tuple[str, ...]
     head_lr: float | None = None
     joint: bool = True             # can take the joint objective (every model but bert-single)
+    reads: str = "any"             # its input: "sentence" only, a sentence "pair" (an auxiliary sentence), or "any"
+    per_context: bool = False      # one classifier per context, as Sun et al. trained BERT-single
+    context_ids: bool = True       # reads the context id (BERT-single and BERT-pair do not)
+    presets: bool = False          # the context-guided models: the paper's and the official code's presets
+    quasi: bool = False            # has QACG-BERT's quasi-attention (Figure 5)
+    table_row: bool = False        # a row of the paper's Tables 1-2
+    explainable: bool = False      # a BERT embedding block for Figure 3's gradient sensitivity
+
+    @property
+    def default_aux(self) -> str | None:
+        """The input variant ``absa train`` gives it when none is named (None: TrainConfig's default)."""
+        return "single" if self.reads == "sentence" else None
 
 
 _CG = ("lambda_bias", "lambda_per_head", "init_std", "lambda_init_std", "context_residual", "pooling")
 _ALSTM = ("alstm_hidden", "alstm_aspect_dim", "alstm_vectors", "head_lr")
+_TABLE = {"table_row": True, "explainable": True}
 MODELS: dict[str, Model] = {
-    "bert-single": Model(AbsaModel, ("pooling",), joint=False),
-    "bert-pair": Model(AbsaModel, ("pooling",)),
-    "cg-bert": Model(AbsaModel, ("gate_activation", *_CG)),
+    "bert-single": Model(AbsaModel, ("pooling",), joint=False, reads="sentence", per_context=True, context_ids=False,
+                         **_TABLE),
+    "bert-pair": Model(AbsaModel, ("pooling",), reads="pair", context_ids=False, **_TABLE),
+    "cg-bert": Model(AbsaModel, ("gate_activation", *_CG), presets=True, **_TABLE),
     "qacg-bert": Model(AbsaModel, ("quasi_proj", "context_dropout", "lambda_bias", "lambda_per_head", "init_std",
-                                   "lambda_init_std", "quasi", "context_residual", "pooling")),
+                                   "lambda_init_std", "quasi", "context_residual", "pooling"), presets=True, quasi=True,
+                       **_TABLE),
     "atae-lstm": Model(ALSTMModel, (*_ALSTM, "alstm_score"), head_lr=1e-3),    # absa_lib.models.other
     "ae-lstm": Model(ALSTMModel, _ALSTM, head_lr=1e-3),
     "at-lstm": Model(ALSTMModel, (*_ALSTM, "alstm_score"), head_lr=1e-3),
@@ -54,6 +70,17 @@ MODELS: dict[str, Model] = {
                                    "oa_filters", "oa_kernel", "oa_stride", "head_lr"), head_lr=1e-4),
 }
 AbsaPreTrainedModel.register({name: m.cls for name, m in MODELS.items()}, per_context=PerContextModel)
+
+
+def traits(name: str) -> Model:
+    """What model ``name`` is and can do (its :class:`Model` record)."""
+    check_name(name)
+    return MODELS[name]
+
+
+def names_with(**wanted) -> tuple[str, ...]:
+    """The models whose traits have the ``wanted`` values, in the registry's order (e.g. ``table_row=True``)."""
+    return tuple(name for name, m in MODELS.items() if all(getattr(m, k) == v for k, v in wanted.items()))
 
 
 def check_name(name: str) -> None:

@@ -26,7 +26,7 @@ from absa_lib.data.own_data import register_scheme, scheme_from_dict
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
-from absa_lib.models import MODELS, PRESETS
+from absa_lib.models import MODELS, PRESETS, names_with, traits
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
 from absa_lib.paths import default_runs_dir
@@ -139,16 +139,18 @@ class TrainConfig:
             check, value = f.metadata["check"], getattr(self, f.name)
             if check is not None and not check(value):
                 raise AbsaError(f"{f.name} must be {f.metadata['expected']}, got {value!r}")
-        if self.model == "bert-single" and self.aux not in SENTENCE_ONLY:
-            raise AbsaError("bert-single reads the sentence only: use aux='single'")
-        if self.sampler == "per-context" and self.model != "bert-single":
-            raise AbsaError(f"sampler='per-context' batches each context apart for bert-single's per-context "
-                            f"classifiers; {self.model} has one model for every context: use uniform or balanced")
-        if self.model == "bert-pair" and self.aux in SENTENCE_ONLY:
-            raise AbsaError("bert-pair needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
-        if self.objective != "single" and (self.model == "bert-single" or self.aux in B_VARIANTS):
+        model = traits(self.model)
+        if model.reads == "sentence" and self.aux not in SENTENCE_ONLY:
+            raise AbsaError(f"{self.model} reads the sentence only: use aux='single'")
+        if self.sampler == "per-context" and not model.per_context:
+            raise AbsaError(f"sampler='per-context' batches each context apart for the per-context classifiers of "
+                            f"{', '.join(names_with(per_context=True))}; {self.model} has one model for every context: "
+                            "use uniform or balanced")
+        if model.reads == "pair" and self.aux in SENTENCE_ONLY:
+            raise AbsaError(f"{self.model} needs an auxiliary sentence: aux in NLI-M, QA-M, NLI-B, QA-B")
+        if self.objective != "single" and (not model.joint or self.aux in B_VARIANTS):
             raise AbsaError(f"objective={self.objective!r} needs one model reading C-way labels: not "
-                            "bert-single, and aux none, single, NLI-M or QA-M")
+                            f"{', '.join(names_with(joint=False))}, and aux none, single, NLI-M or QA-M")
 
     @classmethod
     def fields_of(cls, role: str) -> tuple[str, ...]:
