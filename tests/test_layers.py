@@ -139,3 +139,13 @@ def test_no_branch_on_a_model_name_outside_the_models():
                 if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
                     branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert branches == []
+
+
+def test_every_module_has_its_row_in_the_tests_readme():
+    """tests/README.md maps each package module to the tests that cover it; a new module needs a row."""
+    table = (ROOT / "tests" / "README.md").read_text()
+    modules = sorted(p.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
+                     for p in (ROOT / "absa_lib").rglob("*.py"))
+    missing = [m for m in modules if f"| `{m}` |" not in table]
+    listed = [line.split("`")[1] for line in table.splitlines() if line.startswith("| `absa_lib")]
+    assert missing == [] and sorted(listed) == modules, (missing, sorted(set(listed) - set(modules)))
