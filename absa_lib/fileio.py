@@ -28,9 +28,18 @@ _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}      # disk full, quota, f
 def new_file_mode() -> int:
     """The mode ``open()`` gives a new file, 0o666 less the umask: a temporary file from ``mkstemp``
     is 0o600, which would leave every record readable by its owner alone."""
+    return 0o666 & ~_umask()
+
+
+def new_dir_mode() -> int:
+    """The mode ``mkdir()`` gives a new folder, 0o777 less the umask (``mkdtemp`` gives 0o700)."""
+    return 0o777 & ~_umask()
+
+
+def _umask() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def output_file(path: str | os.PathLike) -> Path:

@@ -14,8 +14,8 @@ objects)::
     p_<split>_<epoch>    (N, C) the probabilities the metrics were computed from, bit for bit (float32
                          as inference gives them)
 
-so every recorded metric recomputes exactly from the kept rows: training checks it when it writes
-them, and :meth:`Kept.disagreement` when a comparison reads them (a run whose records and kept rows
+so every recorded metric recomputes exactly from the kept rows (they are the array the metrics were
+computed from), and :meth:`Kept.disagreement` checks it when a comparison reads them (a run whose records and kept rows
 disagree is refused). Files written before (``logp_<split>_<epoch>``: float16 logs of the
 probabilities, a relative |ln p|·2⁻¹¹ off) still load; where rounding turned near-ties into ties,
 the check refuses them. ``metrics.json`` names the file with its size and

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from absa_lib.data.download import download, verify
+from absa_lib.data.download import FIX, download, verify
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness.manifest import NAME as MANIFEST
@@ -309,10 +309,6 @@ def write_normalized(executed: Path, dest: Path, root: Path) -> bool:
 # ------------------------------------------------------------------------------------------- command line
 
 
-DATA_HELP = ("the benchmark files come from their public sources (`absa data download`, about 8.6 MB, each "
-             "checked by size and SHA-256); to use a copy, set ABSA_DATA_DIR to its folder (README, \"The data\")")
-
-
 def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
     """Whether the benchmark files are in place (downloading the missing ones), and the lines that say
     so; on failure the lines name the folder, the first bad file and the two ways to fix it, each short
@@ -322,7 +318,7 @@ def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
         verify(data_dir)
         return True, [f"[data] the benchmark files are in {folder}"]
     except AbsaError as missing:
-        lines = [f"[data] not in {folder}: {missing}".split("; run `absa data download`")[0], "[data] downloading them"]
+        lines = [f"[data] not in {folder}: {str(missing).removesuffix('; ' + FIX)}", "[data] downloading them"]
     try:
         download(data_dir)
     except AbsaError as err:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
 
 from absa_lib.evaluation.metrics import SELECTION_METRIC
-from absa_lib.evaluation.significance import ALPHA, POWER, RULE, TAU, SeedTest, Verdict, family, seeds_needed
+from absa_lib.evaluation.significance import ALPHA, POWER, RULE, TAU, family, seeds_needed
 from absa_lib.reports.compare import compare, verdict_columns
 from absa_lib.reports.paper_numbers import DATASET_NAMES, METRIC_TITLES, PAIR_NLI_M, PAPER_TABLES
 from absa_lib.reports.tables import budget_key, budget_labels
@@ -133,7 +134,8 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
                 if len(seeds) < 2:
                     continue
                 a, b = ([r for r in side if r.config["seed"] in seeds] for side in (a, b))
-                row = compare(a, b, protocol, metrics=(metric,)).iloc[0]
+                compared = compare(a, b, protocol, metrics=(metric,))
+                row = compared.iloc[0]
                 failed = (_failed(dataset, a, protocol, floors), _failed(dataset, b, protocol, floors))
                 records.append({"source": claim.source, "claim": claim.text, "dataset": dataset,
                                 "budget": names[budget], "paper_budget": a[0].config.get("epochs") == PAPER_EPOCHS,
@@ -142,15 +144,15 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
                                 "differences": row["differences"], "failed": failed,
                                 "runs_a": " ".join(r.run_id for r in sorted(a, key=lambda r: r.config["seed"])),
                                 "runs_b": " ".join(r.run_id for r in sorted(b, key=lambda r: r.config["seed"]))})
-                verdicts.append(_verdict(row))
+                verdicts.append(compared.attrs["verdicts"][0])
     for budget in dict.fromkeys(r["budget"] for r in records):      # each budget one family
         members = [i for i, r in enumerate(records) if r["budget"] == budget and not any(r["failed"])]
         for i, decided in zip(members, family([verdicts[i] for i in members]), strict=True):
             verdicts[i] = decided
+    sizes = Counter(r["budget"] for r in records if not any(r["failed"]))      # each family's m
     for record, verdict in zip(records, verdicts, strict=True):
         record.update(verdict_columns(verdict))
-        record["seeds_needed"] = seeds_needed(record["paper_gain"], verdict.seeds.sd,
-                                              ALPHA / _family_size(records, record["budget"]))
+        record["seeds_needed"] = seeds_needed(record["paper_gain"], verdict.seeds.sd, ALPHA / max(1, sizes[record["budget"]]))
         if any(record["failed"]):
             record.update(verdict=failure(record["failed"]), p_adjusted=math.nan, min_detectable=math.nan,
                           seeds_needed=None)
@@ -159,18 +161,6 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
     table["seeds_needed"] = table["seeds_needed"].astype("Int64")
     order = table.sort_values("paper_budget", ascending=False, kind="stable").index
     return table.loc[order].reset_index(drop=True)
-
-
-def _family_size(records: list[dict], budget: str) -> int:
-    return sum(r["budget"] == budget and not any(r["failed"]) for r in records)
-
-
-def _verdict(row: pd.Series) -> Verdict:
-    """The verdict :func:`compare` gave one row, rebuilt to be decided again in its family."""
-    ci = None if math.isnan(row["ci_low"]) else (row["ci_low"], row["ci_high"])
-    seeds = SeedTest(int(row["n_seeds"]), row["mean_difference"], row["seed_sd"], row["seed_low"], row["seed_high"],
-                     row["p"])
-    return Verdict(seeds, row["eps_a_over_b"], row["eps_b_over_a"], ci, row["p"], row["min_detectable"], row["verdict"])
 
 
 def _cell(value: float, spec: str) -> str:

@@ -97,7 +97,9 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     :data:`~absa_lib.evaluation.significance.RULE`) and ``evidence`` (what it saw: seeds, or seeds and test sentences).
     ``runs_a`` and ``runs_b``: the seeds of one configuration each, scored alike (else AbsaError). A metric
     undefined in too many seeds to compare is left out and named with the reason in
-    ``table.attrs["not_compared"]``; none comparable is an AbsaError."""
+    ``table.attrs["not_compared"]``; none comparable is an AbsaError. ``table.attrs["verdicts"]``: each
+    row's :class:`~absa_lib.evaluation.significance.Verdict` (the claims table decides them again over
+    its own family)."""
     if protocol not in PROTOCOLS:
         raise AbsaError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     a, b = _one_configuration(runs_a, "A"), _one_configuration(runs_b, "B")
@@ -158,9 +160,11 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
                      "a": sum(score["a"][s] for s in diffs) / len(diffs),
                      "b": sum(score["b"][s] for s in diffs) / len(diffs),
                      "differences": " ".join(f"{d:+.1f}" for d in diffs.values())})
-    for row, verdict in zip(rows, family(verdicts), strict=True):
+    verdicts = family(verdicts)
+    for row, verdict in zip(rows, verdicts, strict=True):
         row.update(verdict_columns(verdict))
     table = pd.DataFrame(rows)
+    table.attrs["verdicts"] = verdicts                   # per row: to be decided again in a larger family
     table.attrs["not_compared"] = not_compared           # metric: why it could not be compared
     table.attrs["no_interval"] = no_interval              # why there is no interval over test sentences
     return table

@@ -23,7 +23,7 @@ from absa_lib._version import __version__
 from absa_lib.data import datasets as D
 from absa_lib.data.download import file_sha256
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_bytes, atomic_write_json, new_file_mode
+from absa_lib.fileio import atomic_write_bytes, atomic_write_json, new_dir_mode, new_file_mode
 from absa_lib.models import load_tokenizer
 from absa_lib.paths import ensure_writable
 from absa_lib.reports.paper_numbers import DATASET_NAMES, PAPER_TABLES
@@ -160,7 +160,7 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
             "run": run.config, "labels": labels, "contexts": context_map(dataset),
             "selected_epoch": run.selected("dev_best")["epoch"], "absa_lib_version": __version__,
             "sha256": {p.name: file_sha256(p) for p in sorted(staging.iterdir()) if p.is_file()}})
-        staging.chmod(0o777 & ~_umask())
+        staging.chmod(new_dir_mode())
         if folder.is_dir():
             folder.rmdir()                               # empty (checked above); another export's files: refused
         staging.rename(folder)
@@ -172,9 +172,3 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return folder
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

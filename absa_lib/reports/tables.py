@@ -111,19 +111,12 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
 
 def budget_key(config: dict) -> tuple:
     """What, besides the seed, makes runs of one system comparable (backbone and training budget)."""
-    return tuple(_key_text(config.get(k, NEUTRAL_DEFAULTS.get(k))) for k in GROUP_FIELDS)
-
-
-def _key_text(value) -> str:
-    """A field's value in a budget key: as text; a mapping by a short digest."""
-    if isinstance(value, dict):
-        return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
-    return str(value)
+    return tuple(str(config.get(k, NEUTRAL_DEFAULTS.get(k))) for k in GROUP_FIELDS)
 
 
 def data_key(config: dict) -> str:
     """The version of the data files a run was trained and scored on (a digest of their checksums)."""
-    return _key_text(config.get("data_sha256"))
+    return "sha256:" + hashlib.sha256(json.dumps(config.get("data_sha256"), sort_keys=True).encode()).hexdigest()[:8]
 
 
 def split_by_budget(runs: list) -> list[list]:

@@ -234,18 +234,22 @@ class ExportedModel:
     path: Path
     config: dict
     record: dict
+    verified: bool = False
 
     @property
     def run_id(self) -> str:
         return self.config["run_id"]
 
     def verify(self) -> None:
-        """Every file the export wrote, as it wrote it (its SHA-256 in :data:`EXPORT_RECORD`)."""
+        """Every file the export wrote, as it wrote it (its SHA-256 in :data:`EXPORT_RECORD`); once."""
+        if self.verified:
+            return
         for name, digest in sorted(self.record["sha256"].items()):
             actual = file_sha256(self.path / name) if (self.path / name).is_file() else "missing"
             if actual != digest:
                 raise AbsaError(f"{self.path / name}: {'missing' if actual == 'missing' else 'changed since export'} "
                                 f"(its sha256 is recorded in {EXPORT_RECORD}); export the run again (absa export RUN DIR)")
+        self.verified = True
 
     def load_model(self, which: str = "best"):
         """The model, after checking every file against the checksums the export recorded."""
