@@ -183,6 +183,12 @@ def test_an_exported_folder_alone_predicts_what_its_run_predicts(runs, tmp_path,
     assert main(["predict", "--run", moved, SENTENCE]) == 0
     assert json.loads(capsys.readouterr().out)["predictions"] == alone["predictions"]
     assert not list(Path(moved).parent.glob(".*partial"))              # nothing staged left beside it
+    record_path = Path(moved) / "absa_export.json"
+    good = record_path.read_text()
+    record_path.write_text(json.dumps({**record, "sha256": {**record["sha256"], "/dev/zero": "0" * 64}}))
+    assert main(["predict", "--run", moved, SENTENCE]) == 2                # never reads what the record names outside
+    assert "'/dev/zero' is not a file of this folder" in capsys.readouterr().err
+    record_path.write_text(good)
     weights = Path(moved) / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
     assert main(["predict", "--run", moved, SENTENCE]) == 2

@@ -269,6 +269,10 @@ def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
             not isinstance(record.get("sha256"), dict):
         raise AbsaError(f"{path / EXPORT_RECORD}: expected the export's record (run, labels, contexts, sha256); "
                         "export the run again (absa export RUN DIR)")
+    strange = [n for n in record["sha256"] if n in ("", ".", "..") or "/" in n or "\\" in n or n.startswith(".")]
+    if strange:                                # a name outside the folder (/dev/zero) would be read and hashed
+        raise AbsaError(f"{path / EXPORT_RECORD}: {strange[0]!r} is not a file of this folder; the record was edited "
+                        "or damaged; export the run again (absa export RUN DIR)")
     config_from_record(record["run"], path / EXPORT_RECORD)              # its run id is the hash of its fields
     exported = ExportedModel(path, record["run"], record)
     exported.verify()                          # before the tokenizer or the weights are read
