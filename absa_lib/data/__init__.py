@@ -31,8 +31,9 @@ from absa_lib.data.datasets import (
     stats,
     targets_of,
     texts_in_train,
+    train_subset,
 )
 
 __all__ = ["ASPECTS", "DATASETS", "LABELS", "NONE_LABEL", "OWN", "SENTIMENTS", "SPLITS", "TARGETS", "Example",
            "context_id", "eval_subset", "group_size", "known", "load_examples", "none_id", "num_contexts",
-           "split_stats", "stats", "targets_of", "texts_in_train"]
+           "split_stats", "stats", "targets_of", "texts_in_train", "train_subset"]

@@ -78,6 +78,17 @@ def group_size(dataset: str) -> int:
     return len(ASPECTS[dataset])
 
 
+def train_subset(examples: list, k: int | None) -> list:
+    """The training examples a run with ``max_train_examples = k`` trains on: a seeded draw of ``k``
+    (seed 0, the same for every run seed), in the file's order; all when ``k`` is None or too large."""
+    if k is None or k >= len(examples):
+        return examples
+    import torch
+
+    order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(0)).tolist()
+    return [examples[i] for i in sorted(order[:k])]
+
+
 def eval_subset(examples: list, dataset: str, k: int | None) -> list:
     """The dev or test examples a run with ``max_eval_examples = k`` is scored on: the first ``k``
     rounded down to whole groups (at least one; the metrics need whole groups); all when ``k`` is None."""

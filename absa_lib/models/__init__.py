@@ -28,6 +28,7 @@ from absa_lib.models.registry import (
            MODELS,
            build_for_training,
            build_model,
+           checked_overrides,
            model_config,
            names_with,
            preset_fields,
@@ -37,5 +38,5 @@ from absa_lib.models.registry import (
 
 __all__ = ["BACKBONES", "FIELDS", "MODELS", "PRESETS", "AbsaConfig", "AbsaModel", "AbsaOutput", "AbsaPreTrainedModel",
            "CGBertSelfAttention", "PerContextModel", "QACGBertSelfAttention", "build_for_training", "build_model",
-           "count_parameters", "load_tokenizer", "model_config", "names_with", "parameter_breakdown", "preset_fields",
+           "checked_overrides", "count_parameters", "load_tokenizer", "model_config", "names_with", "parameter_breakdown", "preset_fields",
            "reads", "traits"]

@@ -2,9 +2,9 @@
 
 Everything that needs the models asks here: :func:`build_model` (a new model on a backbone),
 :func:`build_for_training` (what ``absa train`` trains: bert-single's K classifiers), the fields and
-checks of :func:`preset_fields` and :func:`model_config`, ``TrainConfig``'s check of a model name, the
-CLI's choices, and loading a saved model (``AbsaPreTrainedModel.from_pretrained`` finds its class
-by the saved ``absa_model``, registered below).
+checks of :func:`preset_fields` and :func:`model_config`, ``TrainConfig``'s check of a model name and
+its overrides (:func:`checked_overrides`), the CLI's choices, and loading a saved model
+(``AbsaPreTrainedModel.from_pretrained`` finds its class by the saved ``absa_model``, registered below).
 """
 
 from __future__ import annotations
@@ -100,18 +100,10 @@ def model_class(name: str) -> type[AbsaPreTrainedModel]:
     return MODELS[name].cls
 
 
-def preset_fields(name: str, preset: str, **overrides) -> dict:
-    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
-    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
-    if preset not in PRESETS:
-        raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
-    fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
-    if fields["lambda_bias"] is None:
-        fields["lambda_bias"] = name == "qacg-bert"
-    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in reads(name) and k != "joint_tau"})
-    if "head_lr" in fields:
-        fields["head_lr"] = MODELS[name].head_lr
-    known = {**FIELDS, **OTHER_FIELDS}
+def checked_overrides(name: str, overrides: dict) -> dict:
+    """``overrides`` of model ``name``'s fields, each checked (a field the model reads, a value of its
+    type) and in its type (``TrainConfig`` refuses a bad one when it is made)."""
+    known, checked = {**FIELDS, **OTHER_FIELDS}, {}
     for key, value in overrides.items():
         if key not in known:
             raise AbsaError(f"model override {key!r} is unknown; expected one of {', '.join(known)}")
@@ -128,9 +120,24 @@ def preset_fields(name: str, preset: str, **overrides) -> dict:
                             + (' or '.join(allowed) if isinstance(allowed, tuple) else
                                f"a finite number >= 0 ({allowed.__name__})" if allowed in (int, float)
                                else allowed.__name__))
-        fields[key] = float(value) if allowed is float else int(value) if allowed is int else value
-    if not 0 < fields.get("joint_tau", 0.5) < 1:
-        raise AbsaError(f"model override joint_tau={fields['joint_tau']!r} is invalid; expected 0 < τ < 1")
+        checked[key] = float(value) if allowed is float else int(value) if allowed is int else value
+    if not 0 < checked.get("joint_tau", 0.5) < 1:
+        raise AbsaError(f"model override joint_tau={checked['joint_tau']!r} is invalid; expected 0 < τ < 1")
+    return checked
+
+
+def preset_fields(name: str, preset: str, **overrides) -> dict:
+    """The context fields of model ``name`` under ``preset`` (plus the :data:`OTHER_FIELDS` it reads,
+    ``joint_tau`` only when overridden), with ``overrides`` applied and checked."""
+    if preset not in PRESETS:
+        raise AbsaError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
+    fields = {k: v[PRESETS.index(preset)] for k, v in FIELDS.items()}
+    if fields["lambda_bias"] is None:
+        fields["lambda_bias"] = name == "qacg-bert"
+    fields.update({k: v[0] for k, v in OTHER_FIELDS.items() if k in reads(name) and k != "joint_tau"})
+    if "head_lr" in fields:
+        fields["head_lr"] = MODELS[name].head_lr
+    fields.update(checked_overrides(name, overrides))
     return fields
 
 

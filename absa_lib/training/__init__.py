@@ -1,7 +1,9 @@
 """Training: what determines a run, the loop that trains it, and the records it leaves.
 
     config      :class:`TrainConfig` (every field declared once), the run identity and its hash
-    loop        :func:`train`: open or resume -> epochs -> evaluate and select -> finish
+    loop        :func:`train`: open or resume -> epochs -> evaluate -> record -> finish
+    recorder    the epoch's bookkeeping: what the run folder holds after each epoch (the selection,
+                the kept predictions, the resume state), and the resume itself
     runs        run folders: the records, the identity check, the cache lookup, locks, environment;
                 exported model folders
     splits      a run's tokenized splits and each epoch's batches (seeded per epoch)

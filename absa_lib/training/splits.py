@@ -9,14 +9,6 @@ from absa_lib.data import datasets as D
 from absa_lib.data.features import Encoded, encode_examples, length_grouped, per_context, sequential
 from absa_lib.training.config import TrainConfig, data_checksums
 
-
-def _subset_train(examples: list, k: int | None) -> list:
-    if k is None or k >= len(examples):
-        return examples
-    order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(0)).tolist()
-    return [examples[i] for i in sorted(order[:k])]
-
-
 _ENCODED: dict[tuple, tuple[list, list[Encoded]]] = {}     # one tokenization per split per process
 
 
@@ -29,10 +21,8 @@ def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> 
            tuple(sorted(data_checksums(config.dataset).items())))     # your own data's files can change
     if key not in _ENCODED:
         examples = D.load_examples(config.dataset, split, data_dir=data_dir)
-        if split == "train":
-            examples = _subset_train(examples, config.max_train_examples)
-        else:
-            examples = D.eval_subset(examples, config.dataset, config.max_eval_examples)
+        examples = (D.train_subset(examples, subset) if split == "train"
+                    else D.eval_subset(examples, config.dataset, subset))
         _ENCODED[key] = examples, encode_examples(examples, config.aux, tokenizer, config.max_length)
     return _ENCODED[key]
 

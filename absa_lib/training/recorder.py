@@ -1,0 +1,146 @@
+"""The epoch's bookkeeping: what a run folder holds after each finished epoch, and how a run resumes.
+
+The loop trains and evaluates; :class:`EpochRecorder` keeps the books (docs/paper_notes.md §8):
+
+    open      restore the model, optimizer and RNG state of the last finished epoch, if any
+              (``checkpoints/last``, verified to be this run's), and the predictions it kept
+    record    after an epoch's dev and test evaluation: the epoch's row; the dev-best checkpoint
+              and ``predictions_{dev,test}.csv`` when it is the best so far; the kept
+              predictions of the epochs each protocol selects; the resume state; ``metrics.json``
+    finish    ``metrics.json`` marked complete (last: a crash before it leaves the run resumable),
+              then the resume state removed unless ``launch.keep_last``
+
+Every state change is a field of the recorder, written by one of its methods; the trainer state in
+``checkpoints/last/trainer_state.json`` is :meth:`EpochRecorder.trainer_state`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from absa_lib.errors import AbsaError, one_line
+from absa_lib.evaluation.kept import Kept, resumed, write_kept
+from absa_lib.evaluation.predictions import write_predictions
+from absa_lib.fileio import atomic_write_json
+from absa_lib.training.checkpoint import load_trainer_state, save_checkpoint, verify_checkpoint
+from absa_lib.training.runs import Launch, Run, load_run, metrics_record, runs_training_beside, select_epochs
+
+RESUME_FIX = "the resume state is corrupt: rerun with --force to train this run from the start"
+
+
+@dataclass(kw_only=True)
+class EpochRecorder:
+    """The books of one run across its epochs (the trainer state a resume restores)."""
+
+    path: Path                                   # the run folder
+    sel_metric: str                              # the dev metric that selects the epoch
+    examples: dict[str, list]                    # dev and test examples, in the order of their predictions
+    kept: Kept                                   # dev and test predictions of the selected epochs
+    launch: Launch                               # resume state kept? finished runs keep it?
+    epoch: int = 0                               # the last finished epoch
+    step: int = 0                                # optimizer steps taken
+    epochs: list[dict] = field(default_factory=list)    # a row per finished epoch (metrics.json)
+    best: dict = field(default_factory=dict)     # the dev-best row so far
+    partial: dict | None = None                  # an interrupted epoch: batches done, their losses, seconds
+    kept_entry: dict | None = None               # how metrics.json names the kept file
+
+    @property
+    def last(self) -> Path:
+        return self.path / "checkpoints" / "last"
+
+    @classmethod
+    def open(cls, *, path: Path, run_id: str, dataset: str, sel_metric: str, examples: dict[str, list],
+             launch: Launch, model, optimizer) -> EpochRecorder:
+        """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
+        the resume state the last process left."""
+        state = _restored(path / "checkpoints" / "last", model, optimizer)
+        kept = Kept.for_splits(run_id, dataset, examples)
+        books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch)
+        if state is not None:                          # resume after an interruption
+            books.epoch, books.step, books.epochs, books.best = (state["epoch"], state["step"], state["epochs"],
+                                                                 state["best"])
+            books.partial = state.get("partial")
+            books.kept = resumed(path, run_id, books.epoch, kept)
+            where = f" and batch {books.partial['batches']} of epoch {books.partial['epoch']}" if books.partial else ""
+            print(f"[absa] resuming {path} after epoch {books.epoch}{where}", file=sys.stderr)
+        if not launch.keep_resume_state:            # it would not be kept current: none rather than a stale one
+            shutil.rmtree(books.last, ignore_errors=True)
+        return books
+
+    def trainer_state(self) -> dict:
+        """What ``checkpoints/last`` records beside the weights and the optimizer's moments."""
+        state = {"epoch": self.epoch, "step": self.step, "epochs": self.epochs, "best": self.best}
+        return state | ({"partial": self.partial} if self.partial else {})
+
+    def begin_epoch(self, epoch: int) -> dict:
+        """Where ``epoch`` starts: batches done, their losses and seconds (all zero unless an
+        interrupted process left it part-way)."""
+        begun = self.partial or {"epoch": epoch, "batches": 0, "losses": [], "seconds": 0.0}
+        self.partial = None
+        if begun["epoch"] != epoch:
+            raise AbsaError(f"{self.path}: the resume state is inside epoch {begun['epoch']}, not {epoch}; rerun "
+                            "with --force to train this run from the start")
+        return begun
+
+    def save_within_epoch(self, model, optimizer, partial: dict) -> None:
+        """The resume state part-way through an epoch (``partial``: its batches done, losses, seconds)."""
+        self.partial = partial
+        save_checkpoint(self.last, model, self.path.name, self.epoch, optimizer, self.trainer_state())
+        self.partial = None
+
+    def record(self, row: dict, probs: dict[str, np.ndarray], model, optimizer) -> None:
+        """Book the evaluated epoch ``row`` (its dev and test metrics from ``probs``, the class
+        probabilities per split)."""
+        epoch, metric = row["epoch"], self.sel_metric
+        row["runs_training"] = runs_training_beside(self.path)
+        self.epochs.append(row)
+        if not self.best or row["dev"][metric] > self.best["dev"][metric]:
+            self.best = row
+            save_checkpoint(self.path / "checkpoints" / "best", model, self.path.name, epoch)
+            for split, examples in self.examples.items():
+                write_predictions(self.path / f"predictions_{split}.csv", examples, probs[split])
+        self.kept.add(epoch, probs)           # the arrays the metrics came from: they give them back exactly
+        selected = select_epochs(self.epochs, metric)
+        dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
+        self.kept.keep_only({"dev": {dev_best}, "test": {dev_best, test_best}})
+        self.kept_entry = write_kept(self.path, self.kept)
+        self.epoch = epoch
+        if self.launch.keep_resume_state:
+            save_checkpoint(self.last, model, self.path.name, epoch, optimizer, self.trainer_state())
+        atomic_write_json(self.path / "metrics.json", metrics_record(self.epochs, metric, False, self.kept_entry))
+
+    def finish(self) -> Run:
+        """``metrics.json`` marked complete, the resume state gone (unless kept); the finished run."""
+        metrics = metrics_record(self.epochs, self.sel_metric, True, self.kept_entry)
+        if (wall := self.launch.seconds_since_spawned()) is not None:   # start-up, epochs, checkpoints
+            metrics["process_seconds"] = wall
+        atomic_write_json(self.path / "metrics.json", metrics)
+        if not self.launch.keep_last:                # nothing resumes a finished run: the resume state goes
+            shutil.rmtree(self.last, ignore_errors=True)
+        run = load_run(self.path)
+        run.cached = False
+        return run
+
+
+def _restored(last: Path, model, optimizer) -> dict | None:
+    """Load the model and optimizer state of the resume state ``last`` (``checkpoints/last``, verified
+    to be its run's); its trainer state, or None when there is none."""
+    if not last.exists() and not last.is_symlink():
+        return None
+    epoch = verify_checkpoint(last, last.parents[1].name, None, RESUME_FIX)   # this run's, not a copy of another's
+    try:
+        state = load_trainer_state(last, optimizer)
+        if state is not None:
+            model.load_checked(load_file(last / "model.safetensors"), str(last / "model.safetensors"))
+    except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {RESUME_FIX}") from None
+    if state is None or state["epoch"] != epoch:
+        raise AbsaError(f"{last}: its trainer state is not the one of epoch {epoch} it names; {RESUME_FIX}")
+    return state
