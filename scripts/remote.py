@@ -57,8 +57,7 @@ from absa_lib.harness.runner import PARTS, profile_cells, select
 from absa_lib.harness.session import resolve_dir, source_runs, sources_text
 from absa_lib.models.backbones import backbone_dir, folder_fingerprint
 from absa_lib.paths import repo_root
-from absa_lib.reports.tables import epochs_text
-from absa_lib.training.config import NEUTRAL_DEFAULTS, resolved, run_path
+from absa_lib.training.config import NEUTRAL_DEFAULTS, epochs_text, resolved, run_path
 from absa_lib.training.runs import (
     KEPT_RECORD_FILES,
     RECORD_FILES,

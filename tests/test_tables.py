@@ -35,7 +35,7 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
     def metrics(v):
         return {k: v for k in METRIC_KEYS[dataset]}
     cfg = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": preset, "sampler": sampler,
-           "model_overrides": overrides or {}, "backbone": backbone, "epochs": 3, "batch_size": 24,
+           "model_overrides": overrides or {}, "backbone": backbone, "epochs": 3, "batch_size": 24, "precision": "fp32",
            "lr": 2e-5, "max_length": 128, "max_train_examples": None, "max_eval_examples": None,
            "run_id": f"{model}-{aux}-{seed}-{preset}-{sampler}-{backbone}"}
     cfg.update(budget)

@@ -28,7 +28,7 @@ from absa_lib.harness import manifest
 from absa_lib.harness.grid import train_base
 from absa_lib.harness.profiles import check_profile, check_values
 from absa_lib.paths import repo_root
-from absa_lib.reports.tables import epochs_text
+from absa_lib.training.config import epochs_text
 from absa_lib.training.runs import marked_complete
 
 

@@ -23,7 +23,6 @@ so optimistic), both recorded in each run's ``metrics.json``.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -43,7 +42,7 @@ from absa_lib.evaluation.metrics import (
 )
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.reports.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
-from absa_lib.training.config import NEUTRAL_DEFAULTS, TrainConfig
+from absa_lib.training.config import NEUTRAL_DEFAULTS, budget_fields, budget_parts, epochs_text
 from absa_lib.training.runs import describe, device_name
 
 PROTOCOLS = ("dev_best", "test_best")
@@ -66,8 +65,7 @@ _ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a fi
 # every other TrainConfig field (its declaration is the only list) and the backbone's weights. Runs of
 # one dataset differing in any of them, or in the version of its data files (data_key), are never
 # averaged or compared as one configuration.
-GROUP_FIELDS = (*(f.name for f in dataclasses.fields(TrainConfig) if f.metadata["role"] != "grid"),
-                "backbone_fingerprint")
+GROUP_FIELDS = (*budget_fields(), "backbone_fingerprint")
 DEVICE_SEP = "; "                        # between the machines of one row (a CPU's name has commas)
 
 
@@ -135,11 +133,6 @@ def split_by_budget(runs: list) -> list[list]:
                                 f"{describe(r.config, seed=False)} at one budget: a row averages distinct seeds, "
                                 "so move one of them out of the runs folder (`absa summary` shows copies apart)")
     return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
-
-
-def epochs_text(n) -> str:
-    """``1 epoch``, ``25 epochs``."""
-    return f"{n} epoch{'' if n == 1 else 's'}"
 
 
 def budget_label(config: dict) -> str:
@@ -213,18 +206,9 @@ def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
 
 
 def budget_text(config: dict) -> str:
-    """The training budget of a run, as a table footnote shows it."""
-    n = config.get("max_train_examples")
-    parts = [epochs_text(config.get("epochs")), f"train examples: {'all' if n is None else f'{int(n):,}'}",
-             f"lr {config.get('lr')}", f"schedule {config.get('schedule', 'linear')}",
-             f"head lr x{config.get('head_lr_mult', 1.0)}", f"max length {config.get('max_length')}",
-             f"batch {config.get('batch_size')}", config.get("precision", "fp32"),
-             "length-grouped batches" if config.get("group_by_length") else "random batches"]
-    if config.get("compile", "none") != "none":
-        parts.append(f"compiled ({config['compile']})")
-    if config.get("max_eval_examples") is not None:
-        parts.append(f"scored on the first {int(config['max_eval_examples']):,} examples of dev and test")
-    return ", ".join(parts)
+    """The training budget of a run, as a table footnote shows it (the fields' ``shown``:
+    :func:`absa_lib.training.config.budget_parts`)."""
+    return ", ".join(budget_parts(config))
 
 
 def budget_columns(runs: list, names: dict[tuple, str] | None = None) -> dict:

@@ -26,7 +26,7 @@ from absa_lib.data.own_data import register_scheme, scheme_from_dict
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
-from absa_lib.models import MODELS, PRESETS, names_with, traits
+from absa_lib.models import MODELS, PRESETS, checked_overrides, names_with, traits
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
 from absa_lib.paths import default_runs_dir
@@ -38,13 +38,17 @@ NEUTRAL_DEFAULTS = {"group_by_length": False, "schedule": "linear", "head_lr_mul
 
 
 def _field(default, help: str, *, choices=None, check=None, expected: str = "", role: str = "option",
-           cli: dict | None = None):
+           cli: dict | None = None, shown: tuple | None = None):
     """One training field, declared once: its default, what it means (``absa train --help`` shows
     it), what it accepts (``choices``, or ``check`` with the ``expected`` it names when refusing) and
     its ``role`` in a grid: ``grid`` (what a grid row sets: model, input variant, seed, ...),
     ``budget`` (a notebook parameter of its own) or ``option`` (a profile's ``train_options``).
-    ``cli``: how ``absa train`` takes it, where not as ``--name VALUE`` of the default's type."""
-    meta = {"help": help, "choices": choices, "check": check, "expected": expected, "role": role, "cli": cli or {}}
+    Every field but the ``grid`` ones tells budgets apart (tables, ``absa compare``).
+    ``cli``: how ``absa train`` takes it, where not as ``--name VALUE`` of the default's type.
+    ``shown``: ``(rank, text)``, where a table's budget footnote names it and how (``text(value)``,
+    None to leave it out); :func:`budget_parts`."""
+    meta = {"help": help, "choices": choices, "check": check, "expected": expected, "role": role, "cli": cli or {},
+            "shown": shown}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=meta)
     return field(default=default, metadata=meta)
@@ -60,6 +64,15 @@ def _positive_or_all(v) -> bool:
 
 def _positive_number(v) -> bool:
     return is_number(v) and v > 0
+
+
+def epochs_text(n) -> str:
+    """``1 epoch``, ``25 epochs``."""
+    return f"{n} epoch{'' if n == 1 else 's'}"
+
+
+def _all_or(n) -> str:
+    return "all" if n is None else f"{int(n):,}"
 
 
 # A subset size of 0 would train on nothing, -5 on all but five; a learning rate of inf would fail an
@@ -85,36 +98,45 @@ class TrainConfig:
                            expected="a backbone name or a model folder", role="budget")
     seed: int = _field(42, "default: %(default)s", check=lambda v: is_int(v) and 0 <= v < 2**32,
                        expected="an integer from 0 to 2**32 - 1 (numpy's seed range)", role="grid")
-    epochs: int = _field(25, "default: %(default)s, the paper's", check=_positive, expected=POSITIVE, role="budget")
-    batch_size: int = _field(24, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget")
-    lr: float = _field(2e-5, "default: %(default)s", check=_positive_number, expected=FINITE_POSITIVE, role="budget")
+    epochs: int = _field(25, "default: %(default)s, the paper's", check=_positive, expected=POSITIVE, role="budget",
+                         shown=(0, epochs_text))
+    batch_size: int = _field(24, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget",
+                             shown=(6, "batch {}".format))
+    lr: float = _field(2e-5, "default: %(default)s", check=_positive_number, expected=FINITE_POSITIVE, role="budget",
+                       shown=(2, "lr {}".format))
     warmup: float = _field(0.1, "fraction of steps with linear warm-up (default: %(default)s)",
                            check=lambda v: is_number(v) and 0 <= v < 1, expected="a fraction in [0, 1)")
     schedule: str = _field("linear", "after warm-up: linear (default, the paper's: decay to 0) | constant",
-                           choices=("linear", "constant"))
+                           choices=("linear", "constant"), shown=(3, "schedule {}".format))
     head_lr_mult: float = _field(1.0, "learning-rate multiplier for the classifier, pooler and context layers "
-                                 "(default 1)", check=_positive_number, expected=FINITE_POSITIVE)
+                                 "(default 1)", check=_positive_number, expected=FINITE_POSITIVE,
+                                 shown=(4, "head lr x{}".format))
     weight_decay: float = _field(0.01, "default: %(default)s", check=lambda v: is_number(v) and v >= 0,
                                  expected="a finite number >= 0")
     adam_eps: float = _field(1e-6, "default: %(default)s, the official BERTAdam's", check=_positive_number,
                              expected=FINITE_POSITIVE)
     max_grad_norm: float = _field(1.0, "global gradient norm clip (default: %(default)s; the official code clips "
                                   "per tensor)", check=_positive_number, expected=FINITE_POSITIVE)
-    max_length: int = _field(128, "tokens (default: %(default)s)", check=_positive, expected=POSITIVE, role="budget")
+    max_length: int = _field(128, "tokens (default: %(default)s)", check=_positive, expected=POSITIVE, role="budget",
+                             shown=(5, "max length {}".format))
     sampler: str = _field("uniform", "uniform (default) | balanced (official code: WeightedRandomSampler) | "
                           "per-context (bert-single only: each batch from one context, as in Sun et al.'s separate "
                           "runs; the tables' bert-single rows use it)", choices=("uniform", "balanced", "per-context"),
                           role="grid")
     eval_batch_size: int = _field(64, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget")
     precision: str = _field("auto", "auto (default: bf16 on CUDA and CPUs with native bf16, else fp32) | fp32 | "
-                            "bf16 (autocast); runs record the resolved value", choices=PRECISIONS)
+                            "bf16 (autocast); runs record the resolved value", choices=PRECISIONS, shown=(7, str))
     group_by_length: bool = _field(False, "batches of inputs of similar length (less padding, the same examples "
                                    "per epoch; part of the run's identity)", check=lambda v: isinstance(v, bool),
-                                   expected="true or false")
+                                   expected="true or false",
+                                   shown=(8, lambda v: "length-grouped batches" if v else "random batches"))
     max_train_examples: int | None = _field(None, "train on a seeded subset (seed 0: the same for every run seed)",
-                                            check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget")
+                                            check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget",
+                                            shown=(1, lambda n: f"train examples: {_all_or(n)}"))
     max_eval_examples: int | None = _field(None, "evaluate on the first K dev/test examples (whole groups)",
-                                           check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget")
+                                           check=_positive_or_all, expected=ALL_OR_POSITIVE, role="budget",
+                                           shown=(10, lambda n: None if n is None else
+                                                  f"scored on the first {int(n):,} examples of dev and test"))
     model_overrides: dict = _field({}, "model config override, e.g. --override quasi=false --override "
                                    "gate_activation='\"sigmoid\"'", check=lambda v: isinstance(v, dict),
                                    expected="a mapping of model fields to values", role="grid",
@@ -124,7 +146,7 @@ class TrainConfig:
                             choices=OBJECTIVES, role="grid")
     compile: str = _field("none", "none (default) | default | reduce-overhead: torch.compile the training step "
                           "(reduce-overhead: as CUDA graphs, for a GPU); part of the run's identity",
-                          choices=COMPILE_MODES)
+                          choices=COMPILE_MODES, shown=(9, lambda v: None if v == "none" else f"compiled ({v})"))
 
     def __post_init__(self) -> None:
         if not D.known(self.dataset):
@@ -139,6 +161,7 @@ class TrainConfig:
             check, value = f.metadata["check"], getattr(self, f.name)
             if check is not None and not check(value):
                 raise AbsaError(f"{f.name} must be {f.metadata['expected']}, got {value!r}")
+        checked_overrides(self.model, self.model_overrides)       # a bad override: when the config is made
         model = traits(self.model)
         if model.reads == "sentence" and self.aux not in SENTENCE_ONLY:
             raise AbsaError(f"{self.model} reads the sentence only: use aux='single'")
@@ -171,6 +194,20 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def budget_fields(cls: type = TrainConfig) -> tuple[str, ...]:
+    """The fields that tell budgets apart: every field but what a grid row sets (its ``role``)."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["role"] != "grid")
+
+
+def budget_parts(record: dict, cls: type = TrainConfig) -> list[str]:
+    """A run record's budget as its footnote names it: each field that says how it is ``shown``, in its
+    rank (a field an older record lacks: at its :data:`NEUTRAL_DEFAULTS` value)."""
+    shown = sorted((f.metadata["shown"][0], f.name, f.metadata["shown"][1]) for f in dataclasses.fields(cls)
+                   if f.metadata["shown"])
+    parts = (text(record.get(name, NEUTRAL_DEFAULTS.get(name))) for _, name, text in shown)
+    return [part for part in parts if part is not None]
 
 
 def config_hash(identity: dict) -> str:
