@@ -60,6 +60,108 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+# ---------------------------------------------------------------------------------------------- the tiny run
+# The suite's one tiny training configuration: the tiny backbone, a few dozen real SentiHood examples, one
+# epoch. A test file that needs other numbers passes them as changes, tiny_config(seed=7, epochs=2); none
+# copies it, and no test file imports another (tests/test_repo_hygiene.py checks it).
+TINY_RUN = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny", seed=3, epochs=1,
+                batch_size=16, max_length=48, max_train_examples=32, max_eval_examples=20, eval_batch_size=32)
+# The same run as `absa train` flags (preset and aux left to their defaults, which TINY_RUN names).
+TINY_ARGV = (*(arg for name, value in TINY_RUN.items() if name not in ("preset", "aux")
+               for arg in (f"--{name.replace('_', '-')}", str(value))), "--quiet")
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    """``tiny_config(**changes)``: the tiny run's TrainConfig, with ``changes`` (any TrainConfig field)."""
+    from absa_lib.training.config import TrainConfig
+
+    def make(**changes) -> TrainConfig:
+        return TrainConfig(**{**TINY_RUN, **changes})
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_argv() -> tuple[str, ...]:
+    """The tiny run as `absa train` arguments (``tiny_config()``; ``--quiet``), to which a test adds ``--out``."""
+    return TINY_ARGV
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_config):
+    """``tiny_run(**changes)``: the folder of a finished run of ``tiny_config(**changes)``, trained once a
+    session, each in a runs folder of its own (``<runs>/<dataset>/<model>/<run id>``), with its resume
+    state kept (ABSA_KEEP_LAST=1), as a run killed after its last epoch leaves it. Tests copy it, never
+    change it."""
+    from absa_lib.training.loop import train
+    from absa_lib.training.runs import Launch
+
+    done: dict[str, Path] = {}
+
+    def run(**changes) -> Path:
+        key = repr(sorted(changes.items()))
+        if key not in done:
+            done[key] = train(tiny_config(**changes), runs_dir=tmp_path_factory.mktemp("runs"), progress=False,
+                              launch=Launch(keep_last=True)).path
+        return done[key]
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def review() -> str:
+    """A SentiHood-style review naming both targets, for `absa predict`."""
+    return "LOCATION1 is cheap but LOCATION2 is not safe"
+
+
+@pytest.fixture
+def refused(capsys):
+    """``refused(argv, *needles)``: run the CLI; assert exit code 2, exactly one line on stderr (returned),
+    holding each needle, no traceback, nothing on stdout."""
+    from absa_lib.cli import main
+
+    def check(argv: list[str], *needles: str) -> str:
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert rc == 2, (rc, out, err)
+        assert len(lines) == 1 and lines[0].startswith("absa: error: "), err
+        assert "Traceback" not in err and out == ""
+        for needle in needles:
+            assert needle in lines[0], (needle, lines[0])
+        return lines[0]
+
+    return check
+
+
+@pytest.fixture(scope="session")
+def edit_json():
+    """``edit_json(path, change)``: rewrite a JSON file as ``change(record)`` (or as ``change``, a value)."""
+    import json
+
+    def edit(path: Path, change) -> None:
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps(change(record) if callable(change) else change))
+
+    return edit
+
+
+@pytest.fixture(scope="session")
+def rewrite_checksums():
+    """``rewrite_checksums(folder)``: what a swapped-in checkpoint of another run looks like, consistent
+    with its own checksums."""
+    from absa_lib.data.download import file_sha256
+    from absa_lib.fileio import atomic_write_json
+    from absa_lib.training.checkpoint import CHECKSUMS
+
+    def rewrite(ckpt: Path) -> None:
+        sums = {p.name: file_sha256(p) for p in sorted(ckpt.iterdir()) if p.is_file() and p.name != CHECKSUMS}
+        atomic_write_json(ckpt / CHECKSUMS, sums)
+
+    return rewrite
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory) -> Path:
     """A 'pretrained' tiny BERT folder, as save_pretrained writes it, plus its vocab."""

@@ -1,21 +1,68 @@
 """``absa bench`` and ``absa info`` on bert-single describe what ``absa train`` trains: the K
-per-context classifiers, on the batches its sampler draws, routed as its step routes them."""
+per-context classifiers, on the batches its sampler draws, routed as its step routes them. The
+benchmark's code is benchmarks/bench.py, outside the package: ``absa bench`` loads it from the
+checkout, and without one says so in one line."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from absa_lib.cli import main
-from absa_lib.commands import bench
+from absa_lib.commands import bench as entry
 from absa_lib.models import count_parameters, load_tokenizer
 from absa_lib.models.bert_single import PerContextModel, step_routing
 from absa_lib.models.registry import build_for_training
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
+
+ROOT = Path(__file__).resolve().parent.parent
+bench = entry.load()                                 # benchmarks/bench.py, as `absa bench` loads it
+
+
+def test_the_benchmark_code_lives_outside_the_package():
+    assert entry.script() == ROOT / "benchmarks" / "bench.py" and bench is not None
+    assert Path(bench.__file__).resolve() == ROOT / "benchmarks" / "bench.py"
+    assert entry.load() is bench                                     # loaded once a process
+    assert [p.relative_to(ROOT).as_posix() for p in (ROOT / "absa_lib").rglob("bench*.py")] == \
+        ["absa_lib/commands/bench.py"]
+    assert len((ROOT / "absa_lib" / "commands" / "bench.py").read_text().splitlines()) < 80     # a thin entry
+
+
+MISSING = ("absa: error: absa bench runs benchmarks/bench.py, which comes with a checkout of the repository, "
+           "not with the installed package: run it from a clone (pip install -e .)\n")
+
+
+@pytest.mark.parametrize("argv", [["bench", "--model", "qacg-bert", "--steps", "2"], ["bench", "--help"], ["bench"]])
+def test_without_the_benchmark_code_absa_bench_says_so_in_one_line(argv, monkeypatch, capsys):
+    monkeypatch.setattr(entry, "script", lambda: None)
+    monkeypatch.delitem(sys.modules, entry.MODULE)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == MISSING
+
+
+def test_installed_without_a_checkout_absa_bench_says_so_and_the_other_commands_stay(tmp_path):
+    """As from a wheel: the package alone, no pyproject.toml beside it, no benchmarks/."""
+    shutil.copytree(ROOT / "absa_lib", tmp_path / "site" / "absa_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+
+    def absa(*args):
+        return subprocess.run([sys.executable, "-m", "absa_lib.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+
+    res = absa("bench", "--model", "qacg-bert")
+    assert res.returncode == 2 and res.stdout == "" and res.stderr == MISSING, res.stderr
+    listed = absa("--help")
+    assert listed.returncode == 0 and "bench" in listed.stdout and "benchmarks/bench.py" in listed.stdout
 
 
 def _args(**changes) -> argparse.Namespace:

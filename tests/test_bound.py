@@ -15,64 +15,62 @@ from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
 from absa_lib.training.checkpoint import CHECKSUMS, IDENTITY
 from absa_lib.training.loop import train
-from absa_lib.training.runs import Launch, load_run
-from tests.test_faults import TEXT, TINY, edit_json, refused, rewrite_checksums, tiny_config
+from absa_lib.training.runs import load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
 
-@pytest.fixture(scope="module")
-def two(tmp_path_factory) -> tuple[Path, Path]:
-    """Two finished tiny runs (seeds 3 and 4, the second with resume state): never changed by the tests."""
-    root = tmp_path_factory.mktemp("runs")
-    keep = Launch(keep_last=True)                     # the resume state too, as a run killed after its last epoch
-    return (train(tiny_config(), runs_dir=root, progress=False, launch=keep).path,
-            train(tiny_config(seed=4, epochs=2), runs_dir=root, progress=False, launch=keep).path)
+@pytest.fixture
+def two(tiny_run) -> tuple[Path, Path]:
+    """Two finished tiny runs of the session (conftest: seeds 3 and 4, the second of two epochs), each with
+    its resume state, as a run killed after its last epoch leaves it: never changed by the tests."""
+    return tiny_run(), tiny_run(seed=4, epochs=2)
 
 
 @pytest.fixture
 def runs(two, tmp_path) -> tuple[Path, Path, Path]:
-    """A copy of the runs folder: (its root, run A, run B)."""
-    shutil.copytree(two[0].parents[2], tmp_path / "runs")
+    """A copy of both runs in one runs folder: (its root, run A, run B)."""
+    for path in two:
+        shutil.copytree(path.parents[2], tmp_path / "runs", dirs_exist_ok=True)
     return tmp_path / "runs", *(tmp_path / "runs" / p.relative_to(p.parents[2]) for p in two)
 
 
-def test_a_backup_copy_in_the_runs_folder_is_not_a_second_seed(runs, capsys):
+def test_a_backup_copy_in_the_runs_folder_is_not_a_second_seed(runs, refused):
     root, a, _ = runs
     shutil.copytree(a, a.with_name(a.name + ".bak"))
-    refused(capsys, ["summary", str(root)], f"{a}.bak: the folder of run {a.name}", f"name it {a.name}")
+    refused(["summary", str(root)], f"{a}.bak: the folder of run {a.name}", f"name it {a.name}")
     with pytest.raises(AbsaError, match="under another name"):
         load_run(a.with_name(a.name + ".bak"))
 
 
-def test_another_runs_record_under_this_runs_id_is_not_a_cache_hit(runs, capsys):
+def test_another_runs_record_under_this_runs_id_is_not_a_cache_hit(runs, tiny_argv, refused):
     root, a, b = runs
     shutil.rmtree(a)
     shutil.copytree(b, a)                          # B's files in A's folder
-    refused(capsys, ["train", *TINY, "--out", str(root)], str(a), f"the folder of run {b.name}")
+    refused(["train", *tiny_argv, "--out", str(root)], str(a), f"the folder of run {b.name}")
 
 
-def test_a_checkpoint_of_another_run_or_epoch_is_refused(runs, capsys):
+def test_a_checkpoint_of_another_run_or_epoch_is_refused(runs, review, refused, edit_json, rewrite_checksums):
     root, a, b = runs
     best = a / "checkpoints" / "best"
     shutil.rmtree(best)
     shutil.copytree(b / "checkpoints" / "best", best)          # another run's dev-best, its checksums intact
-    refused(capsys, ["predict", "--run", str(a), TEXT], f"{best}: holds run {b.name}", f"expected run {a.name}")
+    refused(["predict", "--run", str(a), review], f"{best}: holds run {b.name}", f"expected run {a.name}")
     chosen = load_run(b).selected("dev_best")["epoch"]        # a checkpoint of B's other epoch as its best
     edit_json(b / "checkpoints" / "best" / IDENTITY, lambda held: {**held, "epoch": 3 - chosen})
     rewrite_checksums(b / "checkpoints" / "best")
-    refused(capsys, ["predict", "--run", str(b), TEXT], f"after epoch {3 - chosen}", f"after epoch {chosen}")
+    refused(["predict", "--run", str(b), review], f"after epoch {3 - chosen}", f"after epoch {chosen}")
 
 
-def test_a_link_for_a_checkpoint_is_refused(runs, capsys):
+def test_a_link_for_a_checkpoint_is_refused(runs, review, refused):
     root, a, b = runs
     best = a / "checkpoints" / "best"
     shutil.rmtree(best)
     best.symlink_to(b / "checkpoints" / "best", target_is_directory=True)
-    refused(capsys, ["predict", "--run", str(a), TEXT], f"{best}: a link to")
+    refused(["predict", "--run", str(a), review], f"{best}: a link to")
 
 
-def test_resuming_from_another_runs_state_is_refused(runs, capsys):
+def test_resuming_from_another_runs_state_is_refused(runs, tiny_argv, refused, edit_json, rewrite_checksums):
     root, a, b = runs
     metrics = read_json(b / "metrics.json")
     edit_json(b / "metrics.json", lambda m: {**m, "complete": False})   # B killed after its last epoch
@@ -80,43 +78,43 @@ def test_resuming_from_another_runs_state_is_refused(runs, capsys):
     identity = read_json(last / IDENTITY)
     (last / IDENTITY).write_text(json.dumps({**identity, "run_id": a.name}))
     rewrite_checksums(last)
-    argv = ["train", *TINY[:TINY.index("--seed")], "--seed", "4", "--epochs", "2", *TINY[TINY.index("--epochs") + 2:]]
-    refused(capsys, [*argv, "--out", str(root)], f"{last}: holds run {a.name}", f"expected run {b.name}", "--force")
+    argv = ["train", *tiny_argv[:tiny_argv.index("--seed")], "--seed", "4", "--epochs", "2", *tiny_argv[tiny_argv.index("--epochs") + 2:]]
+    refused([*argv, "--out", str(root)], f"{last}: holds run {a.name}", f"expected run {b.name}", "--force")
     assert metrics["complete"] is True
 
 
 @pytest.mark.parametrize("name", ["/dev/zero", "../../config.json", "../../../../../etc/passwd", ".hidden"])
-def test_checksums_name_only_the_folders_own_files(runs, capsys, name):
+def test_checksums_name_only_the_folders_own_files(runs, name, review, refused, edit_json):
     _, a, _ = runs
     best = a / "checkpoints" / "best"
     edit_json(best / CHECKSUMS, lambda sums: {**sums, name: "0" * 64})
-    refused(capsys, ["predict", "--run", str(a), TEXT], f"{name!r} is not a file of this folder")
+    refused(["predict", "--run", str(a), review], f"{name!r} is not a file of this folder")
 
 
-def test_a_checkpoint_without_checksums_or_without_its_run_is_refused(runs, capsys):
+def test_a_checkpoint_without_checksums_or_without_its_run_is_refused(runs, review, refused, rewrite_checksums):
     _, a, _ = runs
     best = a / "checkpoints" / "best"
     (best / IDENTITY).unlink()
     rewrite_checksums(best)
-    refused(capsys, ["predict", "--run", str(a), TEXT], f"no {IDENTITY}")
+    refused(["predict", "--run", str(a), review], f"no {IDENTITY}")
     (best / CHECKSUMS).unlink()
-    refused(capsys, ["predict", "--run", str(a), TEXT], f"no {CHECKSUMS}")
+    refused(["predict", "--run", str(a), review], f"no {CHECKSUMS}")
 
 
-def test_non_finite_probabilities_are_refused_not_printed(runs, monkeypatch):
+def test_non_finite_probabilities_are_refused_not_printed(runs, monkeypatch, review):
     from absa_lib import apply
 
     _, a, _ = runs
     monkeypatch.setattr(apply, "predict_probs", lambda *args, **kw: np.full((8, 3), np.nan))
     with pytest.raises(AbsaError, match="non-finite probabilities"):
-        apply.predict_text(load_run(a), TEXT)
+        apply.predict_text(load_run(a), review)
 
 
 @pytest.mark.parametrize("change,needle", [
     (lambda m: {**m, "epochs": m["epochs"][:1]}, "epochs [1] recorded, expected 1 to 2"),
     (lambda m: {**m, "epochs": [m["epochs"][0], {**m["epochs"][1], "epoch": 1}]}, "epochs [1, 1] recorded"),
 ])
-def test_the_epochs_of_a_record_are_the_configs(runs, capsys, change, needle):
+def test_the_epochs_of_a_record_are_the_configs(runs, change, needle, refused, edit_json):
     from absa_lib.training.runs import select_epochs
 
     root, _, b = runs
@@ -125,10 +123,10 @@ def test_the_epochs_of_a_record_are_the_configs(runs, capsys, change, needle):
         m = change(m)
         return {**m, "selection": select_epochs(m["epochs"], m["selection_metric"])}   # consistent otherwise
     edit_json(b / "metrics.json", edit)
-    refused(capsys, ["summary", str(root)], str(b / "metrics.json"), needle)
+    refused(["summary", str(root)], str(b / "metrics.json"), needle)
 
 
-def test_a_refused_training_leaves_no_folder_behind(tmp_path, monkeypatch):
+def test_a_refused_training_leaves_no_folder_behind(tmp_path, monkeypatch, tiny_config):
     from absa_lib.training import loop
 
     def missing(*args, **kw):
@@ -139,10 +137,10 @@ def test_a_refused_training_leaves_no_folder_behind(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*/*/*")), list(tmp_path.rglob("*"))
 
 
-def test_json_nested_thousands_deep_is_one_line(runs, capsys):
+def test_json_nested_thousands_deep_is_one_line(runs, review, refused):
     _, a, _ = runs
     (a / "metrics.json").write_text("[" * 5000 + "]" * 5000)
-    refused(capsys, ["predict", "--run", str(a), TEXT], "nested too deep")
+    refused(["predict", "--run", str(a), review], "nested too deep")
 
 
 def test_prediction_files_do_not_carry_formulas_into_a_spreadsheet():

@@ -135,7 +135,7 @@ def test_bert_single_on_per_context_batches_compiles_each_classifier_and_routes_
 
 
 def test_training_compiles_bert_single_sparse_on_per_context_batches_and_stacked_on_mixed(monkeypatch, tmp_path,
-                                                                                          real_data_dir):
+                                                                                          real_data_dir, tiny_config):
     from absa_lib.training import loop as training
 
     asked = []
@@ -146,18 +146,16 @@ def test_training_compiles_bert_single_sparse_on_per_context_batches_and_stacked
 
     monkeypatch.setattr(training, "compiled", record)
     for sampler in ("per-context", "uniform"):
-        config = run_config.TrainConfig(dataset="sentihood", model="bert-single", aux="single", backbone="tiny",
-                                        epochs=1, batch_size=8, max_length=48, max_train_examples=16,
-                                        max_eval_examples=40, compile="default", sampler=sampler)
+        config = tiny_config(model="bert-single", aux="single", batch_size=8, max_train_examples=16,
+                             max_eval_examples=40, compile="default", sampler=sampler)
         training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
-    config = run_config.TrainConfig(dataset="sentihood", model="qacg-bert", backbone="tiny", epochs=1, batch_size=8,
-                                    max_length=48, max_train_examples=16, max_eval_examples=40, compile="default")
+    config = tiny_config(batch_size=8, max_train_examples=16, max_eval_examples=40, compile="default")
     training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)
     assert asked == [("PerContextModel", "sparse"), ("PerContextModel", "stacked"), ("AbsaModel", None)]
 
 
 def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serves_them(monkeypatch, tmp_path,
-                                                                                       real_data_dir, capsys):
+                                                                                       real_data_dir, capsys, tiny_config):
     """Under ``vmap`` the stacked step's graph holds the input length as a constant (the batching
     rules of the embedding lookups and of layer norm read it), so padded to a multiple of 16 each new
     length was a graph compiled anew: on this CPU the 25-epoch run's first epoch compiled 8 and hit
@@ -179,9 +177,8 @@ def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serv
     lengths = []
     monkeypatch.setattr(training, "_step_loss", lambda s, batch: lengths.append(batch["input_ids"].size(1))
                         or s.step_model(**batch).loss)
-    config = run_config.TrainConfig(dataset="sentihood", model="bert-single", aux="single", backbone="tiny",
-                                    epochs=1, batch_size=8, max_length=96, max_train_examples=124,
-                                    max_eval_examples=16, compile="default", sampler="uniform")
+    config = tiny_config(model="bert-single", aux="single", batch_size=8, max_length=96, max_train_examples=124,
+                         max_eval_examples=16, compile="default", sampler="uniform")
     training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=True)
     assert lengths == [96] * 16                                 # 15 batches of 8 and one of 4
     assert counters["stats"]["unique_graphs"] == 2
@@ -190,7 +187,7 @@ def test_training_pads_the_stacked_steps_batches_to_one_length_so_one_graph_serv
     torch._dynamo.reset()
 
 
-def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
+def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir, tiny_config):
     from absa_lib.training import loop as training
 
     def broken(model, mode, routing=None):
@@ -199,8 +196,7 @@ def test_a_failed_compilation_is_one_line(monkeypatch, tmp_path, real_data_dir):
         return step if mode != "none" else model
 
     monkeypatch.setattr(training, "compiled", broken)
-    config = run_config.TrainConfig(dataset="sentihood", model="qacg-bert", backbone="tiny", epochs=1, batch_size=8,
-                                    max_length=48, max_train_examples=16, max_eval_examples=40, compile="default")
+    config = tiny_config(batch_size=8, max_train_examples=16, max_eval_examples=40, compile="default")
     with pytest.raises(AbsaError, match=r"^compile='default': torch.compile failed \(backend='inductor' raised: "
                                         r"no C\+\+ compiler\); train with compile none"):
         training.train(config, runs_dir=tmp_path, data_dir=real_data_dir, progress=False)

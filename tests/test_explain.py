@@ -24,7 +24,6 @@ from absa_lib.models import load_tokenizer
 from absa_lib.models.pretrained import AbsaPreTrainedModel
 from absa_lib.reports.model_card import CARD, card_text, export_run
 from absa_lib.reports.tables import metric_columns
-from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
@@ -32,14 +31,16 @@ pytestmark = pytest.mark.usefixtures("real_data_dir")
 SENTENCE = "LOCATION1's flats are unaffordable, but LOCATION2 is safe."
 
 
-def small(dataset: str, **kw) -> run_config.TrainConfig:
-    base = dict(dataset=dataset, model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny", seed=7, epochs=1,
-                batch_size=8, max_length=48, max_train_examples=24, max_eval_examples=8, eval_batch_size=16)
-    return run_config.TrainConfig(**{**base, **kw})
+@pytest.fixture(scope="module")
+def small(tiny_config):
+    """``small(dataset, **changes)``: the tiny run (conftest) on ``dataset``, of 24 examples in batches of 8,
+    evaluated on 8, seed 7."""
+    fixed = dict(seed=7, batch_size=8, max_train_examples=24, max_eval_examples=8, eval_batch_size=16)
+    return lambda dataset, **changes: tiny_config(dataset=dataset, **{**fixed, **changes})
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, small):
     folder = tmp_path_factory.mktemp("runs")
     return {"sentihood": training.train(small("sentihood"), runs_dir=folder, progress=False),
             "semeval": training.train(small("semeval", model="bert-pair", aux="NLI-B"), runs_dir=folder, progress=False)}
@@ -109,7 +110,7 @@ def test_the_cli_prints_json_draws_the_panels_and_refuses_what_it_cannot(runs, t
         check_explainable("at-lstm")
 
 
-def test_your_own_data_is_explained_word_by_word(fixtures_dir, tmp_path):
+def test_your_own_data_is_explained_word_by_word(fixtures_dir, tmp_path, small):
     saved = [dict(t) for t in (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)]
     try:
         name = own_data.register_dataset(shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,11 +17,10 @@ from absa_lib.training import config as run_config
 from absa_lib.training import optim, runs, splits
 
 
-def small(**kw) -> run_config.TrainConfig:
-    base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
-                seed=7, epochs=1, batch_size=8, max_length=48, max_train_examples=48,
-                max_eval_examples=40, eval_batch_size=32)
-    return run_config.TrainConfig(**{**base, **kw})
+@pytest.fixture(scope="module")
+def small(tiny_config):
+    """``small(**changes)``: the tiny run (conftest) of 48 examples in batches of 8, seed 7."""
+    return partial(tiny_config, seed=7, batch_size=8, max_train_examples=48, max_eval_examples=40)
 
 
 def fake_encoded(lengths):
@@ -49,7 +49,7 @@ def test_length_grouped_batches_cover_every_input_once_with_less_padding():
     assert other != grouped
 
 
-def test_epoch_batches_grouped_is_a_permutation_that_changes_per_epoch():
+def test_epoch_batches_grouped_is_a_permutation_that_changes_per_epoch(small):
     enc = fake_encoded(np.random.default_rng(0).integers(3, 40, 200).tolist())
     cfg = small(group_by_length=True, batch_size=16)
     e1, e2 = splits.epoch_batches(cfg, enc, 1), splits.epoch_batches(cfg, enc, 2)
@@ -110,7 +110,7 @@ def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():
 # ---------------------------------------------------------------------------------------------- identity
 
 
-def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(monkeypatch):
+def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(monkeypatch, small):
     monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: False)
     ident = run_config.run_identity(small())
     assert ident["config"]["precision"] == "fp32"
@@ -123,7 +123,7 @@ def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(m
         assert runs.config_hash(other) != runs.config_hash(ident), change
 
 
-def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeypatch):
+def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeypatch, small):
     folder = tmp_path / "bb"
     shutil.copytree(tiny_dir, folder)
     monkeypatch.chdir(tmp_path)
@@ -139,7 +139,7 @@ def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeyp
     assert runs.config_hash(run_config.run_identity(relative)) != runs.config_hash(ident)
 
 
-def test_config_rejects_non_finite_numbers():
+def test_config_rejects_non_finite_numbers(small):
     for field, value in (("lr", float("inf")), ("lr", float("nan")), ("head_lr_mult", 0.0), ("warmup", 1.5)):
         with pytest.raises(AbsaError, match=field):
             small(**{field: value})
@@ -150,7 +150,7 @@ def test_config_rejects_non_finite_numbers():
 # ---------------------------------------------------------------------------------------------- optimizer
 
 
-def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only():
+def test_head_learning_rate_multiplier_reaches_head_and_context_layers_only(small):
     from absa_lib.models import build_model
 
     model = build_model("qacg-bert", backbone="tiny", num_labels=3, num_contexts=8)
@@ -220,7 +220,7 @@ def test_the_papers_head_reads_the_last_cls_state_without_a_bias(name, tmp_path)
 
 
 @pytest.mark.usefixtures("real_data_dir")
-def test_tokenized_once_per_process(monkeypatch):
+def test_tokenized_once_per_process(monkeypatch, small):
     from absa_lib.models import load_tokenizer
 
     calls = []

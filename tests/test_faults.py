@@ -27,37 +27,13 @@ from absa_lib.errors import AbsaError, RunBusy
 from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.paths import repo_root
 from absa_lib.training.checkpoint import CHECKSUMS
-from absa_lib.training.config import TrainConfig
 from absa_lib.training.loop import train
-from absa_lib.training.runs import Launch, find_runs
+from absa_lib.training.runs import find_runs
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
 ROOT = repo_root()
-TINY = ["--dataset", "sentihood", "--model", "qacg-bert", "--backbone", "tiny", "--seed", "3", "--epochs", "1",
-        "--batch-size", "16", "--max-length", "48", "--max-train-examples", "32", "--max-eval-examples", "20",
-        "--eval-batch-size", "32", "--quiet"]
-TEXT = "LOCATION1 is cheap but LOCATION2 is not safe"
 as_root = pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the permissions say")
-
-
-def tiny_config(**kw) -> TrainConfig:
-    return TrainConfig(**{**dict(dataset="sentihood", model="qacg-bert", backbone="tiny", seed=3, epochs=1,
-                                 batch_size=16, max_length=48, max_train_examples=32, max_eval_examples=20,
-                                 eval_batch_size=32), **kw})
-
-
-def refused(capsys, argv: list[str], *needles: str) -> str:
-    """Run the CLI; assert exit code 2, exactly one line on stderr, no traceback, nothing on stdout."""
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert rc == 2, (rc, out, err)
-    assert len(lines) == 1 and lines[0].startswith("absa: error: "), err
-    assert "Traceback" not in err and out == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def nothing_claims_complete(root: Path) -> None:
@@ -71,20 +47,10 @@ def flip_byte(path: Path, offset: int = -100) -> None:
     path.write_bytes(bytes(data))
 
 
-def rewrite_checksums(ckpt: Path) -> None:
-    """What a swapped-in checkpoint of another run looks like: consistent with its own checksums."""
-    from absa_lib.data.download import file_sha256
-
-    sums = {p.name: file_sha256(p) for p in sorted(ckpt.iterdir()) if p.is_file() and p.name != CHECKSUMS}
-    atomic_write_json(ckpt / CHECKSUMS, sums)
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """A finished tiny run with its resume state kept (ABSA_KEEP_LAST=1), as a run killed after its last
-    epoch leaves it (its runs folder is copied, never changed, by the tests)."""
-    return train(tiny_config(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False,
-                 launch=Launch(keep_last=True)).path
+@pytest.fixture
+def trained(tiny_run) -> Path:
+    """The finished tiny run of the session (conftest), its resume state kept: copied, never changed, by the tests."""
+    return tiny_run()
 
 
 @pytest.fixture
@@ -99,18 +65,13 @@ def run(runs, trained) -> Path:
     return runs / trained.relative_to(trained.parents[2])
 
 
-def edit_json(path: Path, change) -> None:
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps(change(record) if callable(change) else change))
-
-
 # ---------------------------------------------------------------------------------------------- 1. run identity
 
 
 @pytest.mark.parametrize("field,value", [("dataset", "semeval"), ("aux", "NLI-B"), ("model", "cg-bert")])
-def test_an_edited_run_config_is_refused(capsys, run, field, value):
+def test_an_edited_run_config_is_refused(run, field, value, review, refused, edit_json):
     edit_json(run / "config.json", lambda r: {**r, field: value})
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(run / "config.json"), "is not the hash",
+    refused(["predict", "--run", str(run), review], str(run / "config.json"), "is not the hash",
             "--force")
     with pytest.raises(AbsaError, match="is not the hash"):          # rendering never uses it either
         find_runs(run.parents[2])
@@ -118,11 +79,11 @@ def test_an_edited_run_config_is_refused(capsys, run, field, value):
 
 @pytest.mark.parametrize("record,needle", [({}, "got no run_id, dataset, model, aux, backbone"), ([], "got list"),
                                            ("epochs", "epochs must be a positive integer, got '1'")])
-def test_a_run_config_that_is_not_a_record_is_refused(capsys, run, record, needle):
+def test_a_run_config_that_is_not_a_record_is_refused(run, record, needle, review, refused):
     if record == "epochs":
         record = {**json.loads((run / "config.json").read_text()), "epochs": "1"}
     (run / "config.json").write_text(json.dumps(record))
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(run / "config.json"), needle)
+    refused(["predict", "--run", str(run), review], str(run / "config.json"), needle)
 
 
 def _set_selected_p(record: dict, value) -> dict:
@@ -142,10 +103,10 @@ def _set_selected(record: dict, **fields) -> dict:
      "the recorded dev_best selection"),
     (lambda r: {k: v for k, v in r.items() if k != "selection"}, "its epochs cannot be read ('selection')"),
 ])
-def test_an_edited_selection_in_metrics_json_is_refused(capsys, run, change, needle):
+def test_an_edited_selection_in_metrics_json_is_refused(run, change, needle, refused, edit_json):
     # the tables, summary and predict read the recorded selection: an edit used to be reported as is
     edit_json(run / "metrics.json", change)
-    refused(capsys, ["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
+    refused(["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
     with pytest.raises(AbsaError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         find_runs(run.parents[2])
 
@@ -168,38 +129,38 @@ def _everywhere(record: dict, key: str, value) -> dict:
     (lambda r: {**r, "epochs": []}, "no epochs recorded (epochs is [])"),
     (lambda r: {k: v for k, v in r.items() if k != "selection_metric"}, "selection_metric is None, expected"),
 ])
-def test_metrics_json_with_values_no_run_writes_is_refused(capsys, run, change, needle):
+def test_metrics_json_with_values_no_run_writes_is_refused(run, change, needle, refused, edit_json):
     # edited in the epochs and the selections alike, these passed the selection check: a string was
     # a traceback, 7.5 a Macro-F1 of 750 %, "complete": "yes" a finished run
     edit_json(run / "metrics.json", change)
-    refused(capsys, ["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
+    refused(["summary", str(run.parents[2])], str(run / "metrics.json"), needle, "--force")
 
 
-def test_undefined_metrics_in_metrics_json_are_accepted(capsys, run):
+def test_undefined_metrics_in_metrics_json_are_accepted(capsys, run, edit_json):
     edit_json(run / "metrics.json", lambda r: _everywhere(r, "aspect_auc", float("nan")))    # no positives
     assert main(["summary", str(run.parents[2])]) == 0
 
 
 @pytest.mark.parametrize("listed", [lambda sums: {k: v for k, v in sums.items() if k != "model.safetensors"},
                                     lambda sums: {}])
-def test_a_checksum_list_that_leaves_a_file_out_is_refused(capsys, run, listed):
+def test_a_checksum_list_that_leaves_a_file_out_is_refused(run, listed, review, refused, edit_json):
     # the file left out was read unchecked: flipped weights predicted without a word
     ckpt = run / "checkpoints" / "best"
     edit_json(ckpt / CHECKSUMS, listed)
     flip_byte(ckpt / "model.safetensors")
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / CHECKSUMS), "does not list",
+    refused(["predict", "--run", str(run), review], str(ckpt / CHECKSUMS), "does not list",
             "model.safetensors", "--force")
 
 
-def test_a_checkpoint_folder_given_as_the_run_is_named(capsys, run):
-    refused(capsys, ["predict", "--run", str(run / "checkpoints" / "best"), TEXT],
+def test_a_checkpoint_folder_given_as_the_run_is_named(run, review, refused):
+    refused(["predict", "--run", str(run / "checkpoints" / "best"), review],
             "a model's config (a checkpoint, or an exported folder", "not a run record; give the run folder")
 
 
-def test_an_output_that_is_a_folder_is_refused_before_any_work(capsys, run, tmp_path):
-    refused(capsys, ["summary", str(run.parents[2]), "--csv", str(tmp_path)], f"{tmp_path}: is a folder")
-    (tmp_path / "reviews.txt").write_text(TEXT + "\n")
-    refused(capsys, ["predict", "--run", str(run), "--file", str(tmp_path / "reviews.txt"), "--out", str(tmp_path)],
+def test_an_output_that_is_a_folder_is_refused_before_any_work(run, tmp_path, review, refused):
+    refused(["summary", str(run.parents[2]), "--csv", str(tmp_path)], f"{tmp_path}: is a folder")
+    (tmp_path / "reviews.txt").write_text(review + "\n")
+    refused(["predict", "--run", str(run), "--file", str(tmp_path / "reviews.txt"), "--out", str(tmp_path)],
             f"{tmp_path}: is a folder; give the name of a file to write")
 
 
@@ -222,16 +183,16 @@ def test_a_trained_runs_records_are_readable_as_the_umask_allows(trained):
         assert (trained / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
 
 
-def test_the_checkpoint_must_be_the_runs_model(capsys, run):
+def test_the_checkpoint_must_be_the_runs_model(run, review, refused, edit_json, rewrite_checksums):
     ckpt = run / "checkpoints" / "best"
     edit_json(ckpt / "config.json", lambda c: {**c, "absa_backbone": "/elsewhere/bert-base-uncased"})
     rewrite_checksums(ckpt)
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / "config.json"), "absa_backbone",
+    refused(["predict", "--run", str(run), review], str(ckpt / "config.json"), "absa_backbone",
             "'tiny'", "not this run's model")
 
 
-def test_a_run_written_by_this_code_passes_the_identity_check(capsys, run):
-    assert main(["predict", "--run", str(run), TEXT]) == 0
+def test_a_run_written_by_this_code_passes_the_identity_check(capsys, run, review):
+    assert main(["predict", "--run", str(run), review]) == 0
     assert len(json.loads(capsys.readouterr().out)["predictions"]) == 8
     assert [r.path for r in find_runs(run.parents[2])] == [run]
 
@@ -240,41 +201,42 @@ def test_a_run_written_by_this_code_passes_the_identity_check(capsys, run):
 
 
 @pytest.mark.parametrize("name", ["model.safetensors", "config.json"])
-def test_flipped_bytes_in_a_checkpoint_are_refused(capsys, run, name):
+def test_flipped_bytes_in_a_checkpoint_are_refused(run, name, review, refused):
     ckpt = run / "checkpoints" / "best"
     assert json.loads((ckpt / CHECKSUMS).read_text()).keys() == {"config.json", "model.safetensors", "checkpoint.json"}
     flip_byte(ckpt / name, -100 if name == "model.safetensors" else -3)
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt / name), "corrupt", "--force")
+    refused(["predict", "--run", str(run), review], str(ckpt / name), "corrupt", "--force")
 
 
-def incomplete(run: Path) -> None:
-    """Make the run look interrupted after its last epoch, so that `absa train` resumes it."""
-    edit_json(run / "metrics.json", lambda m: {**m, "complete": False})
+@pytest.fixture
+def incomplete(edit_json):
+    """``incomplete(run)``: make the run look interrupted after its last epoch, so that `absa train` resumes it."""
+    return lambda run: edit_json(run / "metrics.json", lambda m: {**m, "complete": False})
 
 
 @pytest.mark.parametrize("name,damage", [
     ("trainer_state.safetensors", "flip"), ("model.safetensors", "flip"), ("trainer_state.safetensors", "truncate"),
     ("trainer_state.json", "flip")])
-def test_corrupt_resume_state_is_refused_and_force_recovers(capsys, runs, run, name, damage):
+def test_corrupt_resume_state_is_refused_and_force_recovers(capsys, runs, run, name, damage, tiny_argv, refused, incomplete):
     incomplete(run)
     path = run / "checkpoints" / "last" / name
     if damage == "flip":
         flip_byte(path, -3)
     else:
         path.write_bytes(path.read_bytes()[:200])
-    refused(capsys, ["train", *TINY, "--out", str(runs)], str(path), "resume state is corrupt", "--force")
+    refused(["train", *tiny_argv, "--out", str(runs)], str(path), "resume state is corrupt", "--force")
     nothing_claims_complete(runs)
-    assert main(["train", *TINY, "--out", str(runs), "--force"]) == 0
+    assert main(["train", *tiny_argv, "--out", str(runs), "--force"]) == 0
     assert json.loads(capsys.readouterr().out)["cached"] is False
 
 
-def test_a_resume_state_without_checksums_is_refused_not_read_unchecked(capsys, runs, run):
+def test_a_resume_state_without_checksums_is_refused_not_read_unchecked(runs, run, tiny_argv, refused, incomplete):
     """Deleting checksums.json would turn the check off: the resume state is refused instead."""
     incomplete(run)
     (run / "checkpoints" / "last" / CHECKSUMS).unlink()
     state = run / "checkpoints" / "last" / "trainer_state.safetensors"
     state.write_bytes(state.read_bytes()[:200])
-    refused(capsys, ["train", *TINY, "--out", str(runs)], str(run / "checkpoints" / "last"), "no checksums.json",
+    refused(["train", *tiny_argv, "--out", str(runs)], str(run / "checkpoints" / "last"), "no checksums.json",
             "--force")
     nothing_claims_complete(runs)
 
@@ -282,7 +244,7 @@ def test_a_resume_state_without_checksums_is_refused_not_read_unchecked(capsys, 
 @pytest.mark.parametrize("damage,needle", [("header", "not a readable safetensors file"),
                                            ("truncate", "not a readable safetensors file"),
                                            ("config", "not a valid model config")])
-def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage, needle):
+def test_a_damaged_checkpoint_without_checksums_is_one_line(run, damage, needle, review, refused):
     """A run's checkpoint without checksums.json is refused before its files are read; a model folder
     of your own (no checksums: from_pretrained) that is damaged is one line naming what is wrong."""
     from absa_lib.models import AbsaPreTrainedModel
@@ -296,7 +258,7 @@ def test_a_damaged_checkpoint_without_checksums_is_one_line(capsys, run, damage,
         weights.write_bytes(weights.read_bytes()[:1000])
     else:
         (ckpt / "config.json").write_text("{not json")
-    refused(capsys, ["predict", "--run", str(run), TEXT], str(ckpt), "no checksums.json", "--force")
+    refused(["predict", "--run", str(run), review], str(ckpt), "no checksums.json", "--force")
     with pytest.raises(AbsaError, match=needle) as err:
         AbsaPreTrainedModel.from_pretrained(ckpt)
     assert "\n" not in str(err.value) and str(ckpt) in str(err.value)
@@ -346,16 +308,16 @@ def test_an_invalid_classifier_count_is_one_error(tmp_path, value):
     ("--max-length", "2", "max_length=2 is out of range: expected 10 to 512 tokens (aux NLI-M"),
     ("--max-length", "1024", "max_length=1024 is out of range"),
 ])
-def test_bad_numbers_are_refused_before_anything_is_written(capsys, tmp_path, flag, value, needle):
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs"), flag, value], needle)   # the last one counts
+def test_bad_numbers_are_refused_before_anything_is_written(tmp_path, flag, value, needle, tiny_argv, refused):
+    refused(["train", *tiny_argv, "--out", str(tmp_path / "runs"), flag, value], needle)   # the last one counts
     assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("override,needle", [("quasi=\"maybe\"", "model override quasi='maybe' is invalid; expected bool"),
                                              ("nosuch=1", "model override 'nosuch' is unknown")])
-def test_a_bad_override_is_refused_before_the_run_folder_exists(capsys, tmp_path, override, needle):
+def test_a_bad_override_is_refused_before_the_run_folder_exists(tmp_path, override, needle, tiny_argv, refused):
     # it was refused inside the run folder, which was left holding only its lock
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs"), "--override", override], needle)
+    refused(["train", *tiny_argv, "--out", str(tmp_path / "runs"), "--override", override], needle)
     assert not (tmp_path / "runs").exists()
 
 
@@ -388,14 +350,14 @@ def test_bad_counts_are_argparse_errors_before_anything_runs(capsys, argv, needl
 @pytest.mark.parametrize("field,value", [("epochs", "3"), ("epochs", True), ("seed", 1.5), ("max_length", 48.0),
                                          ("max_train_examples", False), ("lr", "2e-5"), ("group_by_length", "yes"),
                                          ("model_overrides", ["quasi"]), ("backbone", None)])
-def test_wrong_types_in_a_config_are_refused(field, value):
+def test_wrong_types_in_a_config_are_refused(field, value, tiny_config):
     with pytest.raises(AbsaError, match=f"^{field} must be .* got {re.escape(repr(value))}$"):
         tiny_config(**{field: value})
 
 
-def test_max_length_lower_bound_follows_the_auxiliary_sentence(capsys, tmp_path):
+def test_max_length_lower_bound_follows_the_auxiliary_sentence(tmp_path, tiny_argv, tiny_config, refused):
     """QA-B's longest auxiliary sentence is longer than NLI-M's: its minimum is larger."""
-    line = refused(capsys, ["train", *TINY, "--aux", "QA-B", "--max-length", "13", "--out", str(tmp_path)])
+    line = refused(["train", *tiny_argv, "--aux", "QA-B", "--max-length", "13", "--out", str(tmp_path)])
     low = int(line.split("expected ")[1].split(" ")[0])
     assert low > 13
     cfg = tiny_config(aux="QA-B", max_length=low, max_train_examples=8, max_eval_examples=4)
@@ -461,7 +423,7 @@ def test_run_all_refuses_a_profile_that_is_not_in_the_list(profile):
 # ---------------------------------------------------------------------------------------------- data
 
 
-def test_an_unreadable_data_file_is_named(capsys, monkeypatch):
+def test_an_unreadable_data_file_is_named(monkeypatch, refused):
     """(Mocked: root reads any file; test_data_files_without_permission is the real check.)"""
     from absa_lib.data import download
 
@@ -470,30 +432,30 @@ def test_an_unreadable_data_file_is_named(capsys, monkeypatch):
 
     monkeypatch.setattr(download, "_VERIFIED", {})
     monkeypatch.setattr(download, "open", denied, raising=False)
-    refused(capsys, ["data", "verify"], "sentihood-train.json cannot be read (Permission denied)")
+    refused(["data", "verify"], "sentihood-train.json cannot be read (Permission denied)")
 
 
 @as_root
-def test_data_files_without_permission(capsys, tmp_path, real_data_dir):
+def test_data_files_without_permission(tmp_path, real_data_dir, tiny_argv, refused):
     data = tmp_path / "data"
     shutil.copytree(real_data_dir, data, ignore=shutil.ignore_patterns("nli_m"))
     for path in [data, *data.rglob("*")]:                 # the copy keeps the source's read-only modes
         path.chmod(0o755 if path.is_dir() else 0o644)
     (data / "sentihood" / "sentihood-dev.json").chmod(0)
-    refused(capsys, ["data", "verify", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
-    refused(capsys, ["data", "stats", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
-    refused(capsys, ["train", *TINY, "--data-dir", str(data), "--out", str(tmp_path / "runs")],
+    refused(["data", "verify", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
+    refused(["data", "stats", "--data-dir", str(data)], "sentihood-dev.json cannot be read")
+    refused(["train", *tiny_argv, "--data-dir", str(data), "--out", str(tmp_path / "runs")],
             "sentihood-dev.json cannot be read")
     (data / "sentihood" / "sentihood-dev.json").chmod(0o644)
     (data / "semeval2014" / "Restaurants_Train.xml").unlink()
     (data / "semeval2014").chmod(0o500)
-    refused(capsys, ["data", "download", "--data-dir", str(data)], f"cannot write in {data / 'semeval2014'}")
+    refused(["data", "download", "--data-dir", str(data)], f"cannot write in {data / 'semeval2014'}")
 
 
-def test_download_into_a_folder_that_cannot_be_written(capsys, tmp_path):
+def test_download_into_a_folder_that_cannot_be_written(tmp_path, refused):
     """A file where the data folder should be: refused before any download is tried."""
     (tmp_path / "data").write_text("not a folder")
-    refused(capsys, ["data", "download", "--data-dir", str(tmp_path / "data")],
+    refused(["data", "download", "--data-dir", str(tmp_path / "data")],
             f"cannot write in {tmp_path / 'data' / 'sentihood'}", "--data-dir")
 
 
@@ -508,21 +470,21 @@ def test_opinions_null_is_a_clear_error_without_verification(tmp_path):
 # ---------------------------------------------------------------------------------------------- the run folder
 
 
-def test_out_is_a_file(capsys, tmp_path):
+def test_out_is_a_file(tmp_path, tiny_argv, refused):
     (tmp_path / "runs").write_text("")
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in", "--out")
+    refused(["train", *tiny_argv, "--out", str(tmp_path / "runs")], "cannot write in", "--out")
 
 
 @as_root
-def test_out_is_read_only(capsys, tmp_path):
+def test_out_is_read_only(tmp_path, tiny_argv, refused):
     (tmp_path / "runs").mkdir(mode=0o500)
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "Permission denied", "--out")
+    refused(["train", *tiny_argv, "--out", str(tmp_path / "runs")], "Permission denied", "--out")
 
 
-def test_the_run_folder_is_checked_before_tokenizing(capsys, tmp_path, monkeypatch):
+def test_the_run_folder_is_checked_before_tokenizing(tmp_path, monkeypatch, tiny_argv, refused):
     monkeypatch.setattr(sys.modules["absa_lib.training.loop"], "prepare_split", lambda *a, **k: pytest.fail("tokenized"))
     (tmp_path / "runs").write_text("")
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path / "runs")], "cannot write in")
+    refused(["train", *tiny_argv, "--out", str(tmp_path / "runs")], "cannot write in")
 
 
 @pytest.fixture
@@ -537,18 +499,18 @@ def file_size_limit():
 
 @pytest.mark.parametrize("limit,needle", [(600, "config.json: could not be written (File too large)"),
                                           (60_000, "could not write the checkpoint")])
-def test_disk_full_while_writing_records_or_checkpoints(capsys, tmp_path, file_size_limit, limit, needle):
+def test_disk_full_while_writing_records_or_checkpoints(tmp_path, file_size_limit, limit, needle, tiny_argv, refused):
     file_size_limit(limit)
-    refused(capsys, ["train", *TINY, "--out", str(tmp_path)], needle, "run the same command again")
+    refused(["train", *tiny_argv, "--out", str(tmp_path)], needle, "run the same command again")
     file_size_limit(resource.RLIM_INFINITY)
     nothing_claims_complete(tmp_path)
     assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob("checkpoints/*.tmp"))
 
 
-def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
+def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path, tiny_argv, tiny_config):
     """A subprocess killed with SIGKILL right after its first epoch's checkpoint; resuming gives the
     bytes of the uninterrupted run (weights, predictions)."""
-    argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
+    argv = [sys.executable, "-m", "absa_lib.cli", "train", *tiny_argv, "--out", str(tmp_path)]
     argv[argv.index("--epochs") + 1] = "2"
     # one thread, as the tests run in-process (conftest): the thread count changes float sums
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -574,10 +536,10 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path):
         assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name
 
 
-def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_dies(capsys, tmp_path):
+def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_dies(capsys, tmp_path, tiny_argv):
     """Two processes training one run would interleave their epochs in one folder: the second is
     refused with one line naming the first's pid (exit 75); once the first is killed (-9) the run is free."""
-    argv = [sys.executable, "-m", "absa_lib.cli", "train", *TINY, "--out", str(tmp_path)]
+    argv = [sys.executable, "-m", "absa_lib.cli", "train", *tiny_argv, "--out", str(tmp_path)]
     argv[argv.index("--epochs") + 1] = "500"                # still training when the second one starts
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -588,7 +550,7 @@ def test_a_run_being_trained_by_another_process_is_refused_and_freed_when_it_die
             lock = found if found is not None and found.read_text().strip() == str(proc.pid) else None
             time.sleep(0.05)
         assert lock is not None, "the first process never took its run's lock"
-        second = [*TINY, "--out", str(tmp_path)]
+        second = [*tiny_argv, "--out", str(tmp_path)]
         second[second.index("--epochs") + 1] = "500"
         assert main(["train", *second]) == 75                # EX_TEMPFAIL: not a bad input, try later
         err = capsys.readouterr().err.strip().splitlines()
@@ -710,7 +672,7 @@ def test_a_notebook_waits_for_a_run_that_another_process_trains_then_resumes_it(
     ("truncated", "model.safetensors: not a readable safetensors file"),
     ("header", "model.safetensors: not a readable safetensors file"),
 ])
-def test_a_damaged_backbone_folder_is_one_line(capsys, tiny_dir, tmp_path, damage, needle):
+def test_a_damaged_backbone_folder_is_one_line(tiny_dir, tmp_path, damage, needle, tiny_argv, refused, edit_json):
     folder = tmp_path / "bb"
     shutil.copytree(tiny_dir, folder)
     weights = folder / "model.safetensors"
@@ -724,39 +686,39 @@ def test_a_damaged_backbone_folder_is_one_line(capsys, tiny_dir, tmp_path, damag
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     else:
         weights.write_bytes(b"\xff" * 8 + weights.read_bytes()[8:])
-    argv = ["train", *TINY, "--out", str(tmp_path / "runs")]
+    argv = ["train", *tiny_argv, "--out", str(tmp_path / "runs")]
     argv[argv.index("--backbone") + 1] = str(folder)
-    refused(capsys, argv, str(folder), needle)
+    refused(argv, str(folder), needle)
     nothing_claims_complete(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------- predict
 
 
-def test_invalid_utf8_text_is_one_line(capsys, trained):
+def test_invalid_utf8_text_is_one_line(trained, refused):
     text = b"LOCATION1 is \xff nice".decode("utf-8", "surrogateescape")     # how Python reads such argv bytes
-    refused(capsys, ["predict", "--run", str(trained), text], "not valid UTF-8 (byte 0xff at position 13)")
+    refused(["predict", "--run", str(trained), text], "not valid UTF-8 (byte 0xff at position 13)")
 
 
-def test_a_target_given_twice_is_predicted_once(capsys, trained):
-    assert main(["predict", "--run", str(trained), TEXT, "--targets", "LOCATION2", "LOCATION2"]) == 0
+def test_a_target_given_twice_is_predicted_once(capsys, trained, review):
+    assert main(["predict", "--run", str(trained), review, "--targets", "LOCATION2", "LOCATION2"]) == 0
     rows = json.loads(capsys.readouterr().out)["predictions"]
     assert [(r["target"], r["aspect"]) for r in rows] == [("LOCATION2", a) for a in D.ASPECTS["sentihood"]]
 
 
 @pytest.mark.parametrize("call,needle", [
-    (lambda run: predict_text(run, None), "each text must be a string (a review sentence), got NoneType None"),
-    (lambda run: predict_text(run, b"LOCATION1 is ok"), "got bytes b'LOCATION1 is ok'"),
-    (lambda run: predict_texts(run, [TEXT, 42]), "got int 42"),
-    (lambda run: predict_text(run, TEXT, targets="LOCATION1"),
+    (lambda run, text: predict_text(run, None), "each text must be a string (a review sentence), got NoneType None"),
+    (lambda run, text: predict_text(run, b"LOCATION1 is ok"), "got bytes b'LOCATION1 is ok'"),
+    (lambda run, text: predict_texts(run, [text, 42]), "got int 42"),
+    (lambda run, text: predict_text(run, text, targets="LOCATION1"),
      "targets must be a list of names, got one string 'LOCATION1'; give ['LOCATION1']"),
-    (lambda run: predict_text(run, "Camden is nice", locations="Camden"), "locations must be a list of names"),
-    (lambda run: train("sentihood"), "train() takes a TrainConfig, got str"),
+    (lambda run, text: predict_text(run, "Camden is nice", locations="Camden"), "locations must be a list of names"),
+    (lambda run, text: train("sentihood"), "train() takes a TrainConfig, got str"),
 ])
-def test_the_library_names_a_wrong_argument_type(trained, call, needle):
+def test_the_library_names_a_wrong_argument_type(trained, review, call, needle):
     # an AttributeError deep inside, or a string read letter by letter ("--targets 'L'")
     with pytest.raises(AbsaError) as err:
-        call(trained)
+        call(trained, review)
     assert needle in str(err.value)
 
 
@@ -767,29 +729,29 @@ def test_the_library_names_a_wrong_argument_type(trained, call, needle):
     (PermissionError(errno.EACCES, "Permission denied", "/some/file.json"), "/some/file.json: Permission denied"),
     (json.JSONDecodeError("Expecting value", "", 0), "a JSON file is not valid (Expecting value at line 1)"),
 ])
-def test_the_cli_turns_an_escaped_file_error_into_one_line(capsys, monkeypatch, err, needle):
+def test_the_cli_turns_an_escaped_file_error_into_one_line(monkeypatch, err, needle, refused):
     from absa_lib.commands import info
 
     def fail(args):
         raise err
 
     monkeypatch.setattr(info, "run", fail)
-    refused(capsys, ["info", "--model", "qacg-bert", "--backbone", "tiny"], needle)
+    refused(["info", "--model", "qacg-bert", "--backbone", "tiny"], needle)
 
 
-def test_the_cli_turns_an_unreadable_safetensors_file_into_one_line(capsys, monkeypatch, tmp_path):
+def test_the_cli_turns_an_unreadable_safetensors_file_into_one_line(monkeypatch, tmp_path, refused):
     from safetensors.torch import load_file
 
     from absa_lib.commands import info
 
     (tmp_path / "x.safetensors").write_bytes(b"\xff" * 16)
     monkeypatch.setattr(info, "run", lambda args: load_file(tmp_path / "x.safetensors"))
-    refused(capsys, ["info", "--model", "qacg-bert", "--backbone", "tiny"], "a safetensors file cannot be read")
+    refused(["info", "--model", "qacg-bert", "--backbone", "tiny"], "a safetensors file cannot be read")
 
 
-def test_a_misspelt_backbone_is_named_as_typed(capsys, tmp_path, monkeypatch):
+def test_a_misspelt_backbone_is_named_as_typed(tmp_path, monkeypatch, tiny_argv, refused):
     monkeypatch.chdir(tmp_path)                 # it was named as <working folder>/minlm
-    argv = [*TINY, "--out", str(tmp_path / "runs")]
+    argv = [*tiny_argv, "--out", str(tmp_path / "runs")]
     argv[argv.index("tiny")] = "minlm"
-    refused(capsys, ["train", *argv], "backbone 'minlm' is neither one of")
+    refused(["train", *argv], "backbone 'minlm' is neither one of")
     assert not (tmp_path / "runs").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,21 +17,22 @@ from absa_lib.evaluation.metrics import compute_metrics, metric_keys
 from absa_lib.evaluation.significance import Verdict, paired_bootstrap
 from absa_lib.harness.grid import export_records
 from absa_lib.reports.compare import compare, to_text
-from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
 from absa_lib.training.runs import find_runs, load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
 
-def small(**kw) -> run_config.TrainConfig:
-    base = dict(dataset="semeval", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny", seed=7,
-                epochs=3, batch_size=8, max_length=48, max_train_examples=40, max_eval_examples=40, eval_batch_size=32)
-    return run_config.TrainConfig(**{**base, **kw})
+@pytest.fixture(scope="module")
+def small(tiny_config):
+    """``small(**changes)``: the tiny run (conftest) on SemEval, of 40 examples in batches of 8 for three
+    epochs, seed 7."""
+    return partial(tiny_config, dataset="semeval", seed=7, epochs=3, batch_size=8, max_train_examples=40,
+                   max_eval_examples=40)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, small):
     """Two tiny SemEval configurations, two seeds each (the second: BERT-pair)."""
     folder = tmp_path_factory.mktemp("runs")
     return {(model, seed): training.train(small(model=model, seed=seed), runs_dir=folder, progress=False)

@@ -102,11 +102,10 @@ def test_the_public_names_are_found_lazily():
         absa_lib.nothing  # noqa: B018
 
 
-def test_absa_train_reads_a_config_file_and_refuses_flags_beside_it(tmp_path, capsys):
+def test_absa_train_reads_a_config_file_and_refuses_flags_beside_it(tmp_path, capsys, tiny_config):
     from absa_lib.cli import main
 
-    config = TrainConfig(dataset="semeval", model="bert-pair", backbone="tiny", epochs=1, max_train_examples=8,
-                         max_eval_examples=8)
+    config = tiny_config(dataset="semeval", model="bert-pair")
     path = tmp_path / "cell.json"
     path.write_text(json.dumps(config.to_dict()))
     args = train_command.argparse.Namespace(config=path, **{f.name: train_command._cli_default(f)

@@ -211,6 +211,45 @@ def test_ruff_finds_nothing():
     assert res.returncode == 0, f"ruff check . reports (fix, or `ruff check --fix .`):\n{res.stdout}{res.stderr}"
 
 
+def _test_modules_imported(source: str, test_modules: set[str]) -> list[str]:
+    """The test modules (``test_*`` of tests/) that ``source`` imports, in any spelling: ``import tests.x``,
+    ``from tests.x import``, ``from tests import x``, ``import x``, ``from x import``, ``from .x import``,
+    ``from . import x``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+            if node.level or node.module in (None, "tests"):        # the names imported may be modules
+                names += [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            first = parts[1] if parts[0] == "tests" and len(parts) > 1 else parts[0]
+            if first in test_modules:
+                found.append(f"line {node.lineno}: {first}")
+    return found
+
+
+def test_no_test_file_imports_another():
+    """What the test files share (the tiny run, its flags, the one-line refusal check, ...) is in
+    tests/conftest.py, as fixtures: a test file imported by another runs its module's fixtures and
+    tests twice, and ties the two together."""
+    files = sorted((ROOT / "tests").glob("test_*.py"))
+    modules = {path.stem for path in files}
+    assert {"test_faults", "test_bound", "test_repo_hygiene"} <= modules
+    for spelling in ("import tests.test_faults", "from tests.test_faults import TEXT", "from tests import test_faults",
+                     "import test_faults as f", "from test_faults import TEXT", "from .test_faults import TEXT",
+                     "from . import test_faults", "def f():\n    import tests.test_faults\n"):
+        assert _test_modules_imported(spelling, modules), spelling
+    assert _test_modules_imported("import tests.conftest\nfrom absa_lib.data import datasets\n"
+                                  "from absa_lib.cli import main as test_faults\n", modules) == []
+    imports = {path.name: found for path in files if (found := _test_modules_imported(path.read_text(), modules))}
+    assert imports == {}, f"test files import other test files (move what they share to tests/conftest.py): {imports}"
+
+
 def _code_map() -> str:
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Code map")

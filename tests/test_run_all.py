@@ -1,5 +1,6 @@
-"""run_all.sh's front door: one quiet line per notebook, each notebook handed only the parameters it
-declares, a failure named by its cell's error, and under `render` the readable executed notebooks
+"""run_all.sh's front door: a thin bash entry that hands over to one Python driver
+(absa_lib/harness/run_all.py), one quiet line per notebook, each notebook handed only the parameters
+it declares, a failure named by its cell's error, and under `render` the readable executed notebooks
 committed in notebooks/executed/.
 
 The end-to-end tests run run_all.sh in a made-up checkout (this package, two tiny notebooks and a
@@ -63,6 +64,141 @@ def test_a_profile_with_a_name_no_notebook_declares_writes_no_parameter_files(tm
     assert not (tmp_path / "out").exists()
 
 
+# ------------------------------------------------------------------------------ the entry and the driver
+
+
+def test_run_all_sh_is_a_thin_entry_that_hands_over_to_the_driver():
+    """The logic lives in one Python driver: run_all.sh runs no inline Python and ends by handing
+    over to it; its early check of the profile's name (before any setup) knows the driver's profiles."""
+    text = (ROOT / "run_all.sh").read_text()
+    code = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert not [ln for ln in code if re.search(r'"\$PY" +-c\b|python3? +-c\b', ln)], code
+    assert code[-1] == 'exec "$PY" -m absa_lib.harness.run_all --python "$PY" "$@"'
+    listed = re.search(r'^PROFILES="([^"]*)"', text, re.M)
+    assert listed and tuple(listed.group(1).split()) == PROFILES
+    assert text.startswith("#!/usr/bin/env bash\n# Run every notebook in order")            # the usage comment
+    assert all(f"bash run_all.sh {name}" in text for name in PROFILES)
+
+
+@pytest.mark.parametrize("argv", [["nonsense"], ["--python", sys.executable, "smok"]])
+def test_the_driver_refuses_a_profile_that_is_not_in_the_list_as_run_all_sh_does(argv, capsys):
+    assert run_all.main(argv) == 2
+    err = capsys.readouterr().err
+    res = subprocess.run(["bash", str(ROOT / "run_all.sh"), argv[-1]], capture_output=True, text=True, timeout=60,
+                         check=False, env={**os.environ, "ABSA_VENV": "/nonexistent/venv"})
+    assert res.returncode == 2 and err == res.stderr                                   # the same line
+    assert err == f"[run_all] error: unknown profile '{argv[-1]}'; expected one of: {' '.join(PROFILES)} " \
+                  "(params/<profile>.yaml)\n"
+
+
+def test_without_a_profile_the_driver_says_which_it_chose_and_why(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_all, "_has_cuda", lambda: False)
+    monkeypatch.setattr(run_all, "reference_line", lambda root: f"[run_all] the reference: in {root}")
+    assert run_all.choose_profile(tmp_path) == "cpu"
+    assert capsys.readouterr().err == ("[run_all] no profile given: using 'cpu' (no CUDA GPU was found and "
+                                       "results/reference/ has no runs). Others: smoke cpu gpu paper render\n")
+    run = tmp_path / "results" / "reference" / "runs" / "sentihood" / "qacg-bert" / "r1"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text("{}")
+    assert run_all.choose_profile(tmp_path) == "render"
+    assert capsys.readouterr().err.splitlines() == [
+        f"[run_all] the reference: in {tmp_path}",
+        "[run_all] no profile given: using 'render' (no CUDA GPU was found, and results/reference/ holds trained "
+        "runs). Others: smoke cpu gpu paper render"]
+    monkeypatch.setattr(run_all, "_has_cuda", lambda: True)
+    for cached in (False, True):
+        monkeypatch.setattr(run_all, "_bert_base_cached", lambda cached=cached: cached)
+        assert run_all.choose_profile(tmp_path) == "gpu"
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0] == "[run_all] no profile given: using 'gpu' (a CUDA GPU is available). Others: " \
+                           "smoke cpu gpu paper render"
+        assert lines[1:] == (["[run_all] bert-base-uncased is in the local cache: 'bash run_all.sh paper' runs the "
+                              "paper's backbone"] if cached else [])
+
+
+def test_the_reference_line_names_its_runs_and_how_to_retrain_them():
+    line = run_all.reference_line(ROOT)
+    assert re.match(r"\[run_all\] the reference: \d+ runs: .* \(training and evaluation, summed over runs\)\. "
+                    r"To retrain seed 42 here: bash run_all.sh cpu \(", line), line
+    assert line.endswith("or gpu with CUDA (10 of its 12 table runs took 14 min on one H100; "
+                         "docs/evidence/costs_and_speed.md)")
+
+
+def _stand_in_grid(tmp_path: Path, status: int, lines: list[str]) -> str:
+    """An interpreter that, asked for `-m absa_lib.cli grid`, prints ``lines`` (half of them to stderr) and exits."""
+    fake = tmp_path / "python"
+    body = "".join(f"printf '%s\\n' '{ln}' >&{1 + i % 2}\n" for i, ln in enumerate(lines))
+    fake.write_text(f'#!/bin/sh\necho "$*" > {tmp_path / "argv.txt"}\n{body}exit {status}\n')
+    fake.chmod(0o755)
+    return str(fake)
+
+
+GRID_LINES = ["[grid] 4 runs to train on cpu", "[grid] sentihood qacg-bert 42: trained in 3.0s; 1 runs done, 1 left",
+              "noise from a run", "[grid] semeval qacg-bert 42: trained in 2.0s; 2 runs done, 0 left",
+              "[grid] 2 runs: 2 trained, 0 skipped, 0 failed; summary: runs/grid_summary_smoke.json"]
+
+
+def test_the_grid_goes_to_its_log_and_each_finished_run_to_the_terminal(tmp_path, capsys):
+    out = tmp_path / "executed" / "smoke"
+    out.mkdir(parents=True)
+    python = _stand_in_grid(tmp_path, 0, GRID_LINES)
+    assert run_all.train_grid(python, "smoke", out / "params.yaml", out, tmp_path)
+    assert (tmp_path / "argv.txt").read_text().split() == ["-m", "absa_lib.cli", "grid", "--profile",
+                                                           str(out / "params.yaml")]
+    assert sorted((out / "grid.log").read_text().splitlines()) == sorted(GRID_LINES)    # all of it, both streams
+    err = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"\[run_all\] \d\d:\d\d:\d\d training the grid of 'smoke' \(follow it: tail -f "
+                        r"executed/smoke/grid\.log\)", err[0]), err
+    assert err[1:3] == ["[run_all]   grid sentihood qacg-bert 42: trained in 3.0s; 1 runs done, 1 left",
+                        "[run_all]   grid semeval qacg-bert 42: trained in 2.0s; 2 runs done, 0 left"]
+    assert re.fullmatch(r"\[run_all\] \d\d:\d\d:\d\d \[grid\] 2 runs: 2 trained, 0 skipped, 0 failed", err[3]), err
+    assert len(err) == 4
+
+
+@pytest.mark.parametrize("lines, reason", [
+    (GRID_LINES[:2] + ["[grid] 2 runs: 1 trained, 0 skipped, 1 failed; summary: s.json", "a last word"],
+     "[grid] 2 runs: 1 trained, 0 skipped, 1 failed; summary: s.json"),
+    (["Traceback (most recent call last):", "ValueError: bad"], "ValueError: bad"),     # no summary: its last line
+    ([], ""),
+])
+def test_a_failed_grid_is_named_with_its_summary_or_last_line_and_its_log(tmp_path, capsys, lines, reason):
+    out = tmp_path / "executed" / "cpu"
+    out.mkdir(parents=True)
+    assert not run_all.train_grid(_stand_in_grid(tmp_path, 3, lines), "cpu", out / "params.yaml", out, tmp_path)
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [f"[run_all] FAILED: the grid of runs (profile cpu): {reason}",
+                        f"[run_all]   see {out / 'grid.log'} and the run logs it names"]
+
+
+def test_force_retrain_is_for_the_grid_the_notebooks_collect_its_runs(tmp_path, capsys):
+    params = yaml.safe_load((ROOT / "params" / "smoke.yaml").read_text())
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False))
+    assert run_all.without_force_retrain(tmp_path / "params.yaml", tmp_path) is None
+    assert not (tmp_path / "params_notebooks.yaml").exists() and capsys.readouterr().err == ""
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "force_retrain": True}, sort_keys=False))
+    written = run_all.without_force_retrain(tmp_path / "params.yaml", tmp_path)
+    assert written == tmp_path / "params_notebooks.yaml"
+    assert written.read_text() == yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False)
+    assert capsys.readouterr().err == "[run_all] force_retrain: the grid retrained every run; the notebooks collect them\n"
+
+
+def test_each_notebook_runs_with_papermill_or_its_paired_script(tmp_path):
+    top, out = Path("/r"), Path("/r/executed/cpu")
+    assert run_all.notebook_command("py", "scripts", top, out, "02_x") == \
+        ["py", "-m", "absa_lib.harness.notebook_script", "/r/notebooks/02_x.py", "/r/executed/cpu/02_x.params.yaml"]
+    assert run_all.notebook_command("py", "papermill", top, out, "02_x") == \
+        ["py", "-m", "papermill", "/r/notebooks/02_x.ipynb", "/r/executed/cpu/02_x.ipynb", "-k", "python3",
+         "--cwd", "/r/notebooks", "-f", "/r/executed/cpu/02_x.params.yaml", "--log-output", "--no-progress-bar",
+         "--start-timeout", "120"]
+
+
+def test_the_notebooks_run_without_papermill_when_asked(monkeypatch):
+    monkeypatch.setenv("ABSA_NOTEBOOKS", "scripts")
+    assert run_all.notebook_mode() == "scripts"
+    monkeypatch.setenv("ABSA_NOTEBOOKS", "")                        # empty: as if unset
+    assert run_all.notebook_mode() == "papermill"                   # (the test extras install it)
+
+
 # ------------------------------------------------------------------------------ the helpers
 
 
@@ -90,8 +226,7 @@ def test_written_files_are_those_modified_since_the_start_without_manifest_or_ru
     assert run_all.describe_written(found[-1:], tmp_path) == "1 file (figures/ 1)"
 
 
-def test_a_start_time_in_a_locale_with_a_decimal_comma_is_read():
-    assert run_all.parse_start("1700000000,250000") == 1700000000.25
+def test_how_long_a_notebook_took_is_read_in_seconds_then_minutes():
     assert run_all.took(100.0, now=112.34) == "12.3s" and run_all.took(0.0, now=600.0) == "600s (10.0 min)"
 
 
@@ -382,3 +517,12 @@ def test_the_data_step_finds_the_files_or_says_how_to_point_at_a_copy(tmp_path, 
     assert not ok and lines[0].startswith(f"[data] not in {tmp_path}: ") and "sentihood-train.json is missing" in lines[0]
     assert lines[2] == "[data] FAILED: could not download sentihood/sentihood-train.json (1,013,925 bytes): no network"
     assert "ABSA_DATA_DIR" in lines[3] and all(len(line) <= 100 for line in lines[3:])
+
+
+def test_help_prints_the_usage_and_sets_nothing_up():
+    """`bash run_all.sh --help`: the usage comment, exit 0, before any interpreter or venv is touched."""
+    done = subprocess.run(["bash", str(ROOT / "run_all.sh"), "--help"], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "ABSA_PYTHON": "/nonexistent/python"})
+    assert done.returncode == 0, done.stderr
+    assert "bash run_all.sh render     # no training" in done.stdout and "#" not in done.stdout.splitlines()[0]
+    assert done.stderr == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -21,15 +22,15 @@ from absa_lib.training.runs import load_run
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
 
-def small(**kw) -> run_config.TrainConfig:
-    base = dict(dataset="sentihood", model="qacg-bert", preset="paper", aux="NLI-M", backbone="tiny",
-                seed=7, epochs=2, batch_size=8, max_length=48, max_train_examples=48,
-                max_eval_examples=40, eval_batch_size=32)
-    return run_config.TrainConfig(**{**base, **kw})
+@pytest.fixture(scope="module")
+def small(tiny_config):
+    """``small(**changes)``: this file's runs, the tiny run (conftest) of 48 examples in batches of 8 for two
+    epochs, seed 7."""
+    return partial(tiny_config, seed=7, epochs=2, batch_size=8, max_train_examples=48, max_eval_examples=40)
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory):
+def first_run(tmp_path_factory, small):
     run = training.train(small(), runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
     save_run_curve(run)                                      # as `absa train` and the grid do
     return run
@@ -62,7 +63,7 @@ def test_run_writes_every_record(first_run):
     assert env["cpu_native_bf16"] is cpu_has_native_bf16() and env["cpu_model"] == runs.cpu_model()
 
 
-def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path):
+def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path, small):
     """Another run's lock held (a process training it) counts; a lock file nobody holds (a finished
     run) does not."""
     from absa_lib.fileio import exclusive_lock
@@ -76,12 +77,12 @@ def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path):
     assert [row["runs_training"] for row in run.metrics["epochs"]] == [2]
 
 
-def test_repeat_is_a_cache_hit(first_run):
+def test_repeat_is_a_cache_hit(first_run, small):
     again = training.train(small(), runs_dir=first_run.path.parents[2], progress=False)
     assert again.cached and again.path == first_run.path and again.metrics == first_run.metrics
 
 
-def test_any_result_affecting_field_changes_the_run_id():
+def test_any_result_affecting_field_changes_the_run_id(small):
     base = runs.config_hash(run_config.run_identity(small()))
     for change in (dict(seed=8), dict(lr=3e-5), dict(preset="official"), dict(aux="QA-M"),
                    dict(sampler="balanced"), dict(model_overrides={"quasi": False})):
@@ -93,7 +94,7 @@ def timeless(metrics: dict) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in metrics["epochs"]]
 
 
-def interrupted_in_epoch_two(runs_dir, monkeypatch) -> None:
+def interrupted_in_epoch_two(small, runs_dir, monkeypatch) -> None:
     """Train small() into ``runs_dir`` and stop it (KeyboardInterrupt) in epoch 2's evaluation."""
     calls = {"n": 0}
     real = inference.predict_probs
@@ -110,8 +111,8 @@ def interrupted_in_epoch_two(runs_dir, monkeypatch) -> None:
     monkeypatch.setattr(training, "predict_probs", real)
 
 
-def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys):
-    interrupted_in_epoch_two(tmp_path, monkeypatch)
+def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_path, monkeypatch, capsys, small):
+    interrupted_in_epoch_two(small, tmp_path, monkeypatch)
     run_dir = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id
     with pytest.raises(AbsaError, match="did not finish"):
         load_run(run_dir)
@@ -133,7 +134,7 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
 
 
 def test_an_epoch_interrupted_midway_resumes_at_its_batch_and_ends_as_an_uninterrupted_run(
-        first_run, tmp_path, monkeypatch, capsys):
+        first_run, tmp_path, monkeypatch, capsys, small):
     """With the resume state saved inside the epoch (here after every batch), a run killed in epoch 2's
     third batch resumes at that batch and writes the records an uninterrupted run writes."""
     every_batch = runs.Launch(checkpoint_seconds=0)
@@ -186,8 +187,8 @@ def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch
 
 
 def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
-        first_run, tmp_path, monkeypatch, capsys):
-    interrupted_in_epoch_two(tmp_path, monkeypatch)           # with the resume state on
+        first_run, tmp_path, monkeypatch, capsys, small):
+    interrupted_in_epoch_two(small, tmp_path, monkeypatch)    # with the resume state on
     last = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id / "checkpoints" / "last"
     assert (last / "model.safetensors").is_file()
     monkeypatch.setenv("ABSA_RESUME_STATE", "0")
@@ -213,7 +214,7 @@ def test_lr_schedule_warms_up_then_decays_to_zero():
     assert all(a >= b for a, b in itertools.pairwise(f[9:]))
 
 
-def test_balanced_sampler_equalises_classes():
+def test_balanced_sampler_equalises_classes(small):
     enc = [features.Encoded([1], [0], 0, label) for label in [0] * 90 + [1] * 9 + [2] * 1]
     order = sum(splits.epoch_batches(small(sampler="balanced"), enc, epoch=1) + splits.epoch_batches(
         small(sampler="balanced", seed=8), enc, epoch=1), [])
@@ -223,7 +224,7 @@ def test_balanced_sampler_equalises_classes():
     assert sorted(uniform) == list(range(100))
 
 
-def test_per_context_batches_hold_one_context_each_and_every_input_once():
+def test_per_context_batches_hold_one_context_each_and_every_input_once(small):
     enc = [features.Encoded([1] * (1 + i % 7), [0] * (1 + i % 7), i % 5, i % 3) for i in range(103)]
     for grouped in (False, True):
         config = small(model="bert-single", aux="single", sampler="per-context", group_by_length=grouped)
@@ -247,7 +248,7 @@ def test_per_context_batches_hold_one_context_each_and_every_input_once():
     ("sampler", "random", "sampler='random'"), ("epochs", 0, "epochs must be"),
     ("sampler", "per-context", "sampler='per-context' batches each context apart for the per-context classifiers of bert-single"),
 ])
-def test_bad_config_is_a_clear_error(field, value, needle):
+def test_bad_config_is_a_clear_error(field, value, needle, small):
     with pytest.raises(AbsaError, match=needle.replace("(", r"\(")):
         small(**{field: value})
 
@@ -443,7 +444,7 @@ def test_predict_on_a_missing_run(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
 
 
-def test_bert_single_keeps_one_classifier_per_context(tmp_path):
+def test_bert_single_keeps_one_classifier_per_context(tmp_path, small):
     from absa_lib.models import AbsaModel, PerContextModel
 
     run = training.train(small(model="bert-single", aux="single", epochs=1), runs_dir=tmp_path, progress=False)
@@ -471,7 +472,7 @@ def test_public_api_is_importable_from_the_package():
         absa_lib.fit  # noqa: B018
 
 
-def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path):
+def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path, small):
     """Replacing the vector file under the same name makes a new run, never a stale cache hit; the
     record's identity (recorded_identity) is still the run id."""
     vectors = tmp_path / "glove.txt"
@@ -490,7 +491,7 @@ def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path):
         run_config.run_identity(cfg)
 
 
-def test_the_resume_state_of_a_finished_run_is_kept_on_request(tmp_path):
+def test_the_resume_state_of_a_finished_run_is_kept_on_request(tmp_path, small):
     run = training.train(small(epochs=1, seed=12), runs_dir=tmp_path, progress=False, launch=runs.Launch(keep_last=True))
     assert (run.path / "checkpoints" / "last" / "trainer_state.safetensors").is_file()
     assert run.load_model("last") is not None
