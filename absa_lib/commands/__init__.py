@@ -1,7 +1,8 @@
 """One module per ``absa`` sub-command; each defines ``add_parser(subparsers)``.
 
-The CLI discovers the modules in this package, so adding a command is adding a file. The argparse
-types below are shared by the commands, the benchmarks and the scripts.
+The CLI discovers the modules in this package, so adding a command is adding a file (``bench`` is a
+thin entry: its code is ``benchmarks/bench.py``, outside the package). The argparse types below are
+shared by the commands, the benchmarks and the scripts.
 """
 import argparse
 import json

@@ -7,6 +7,7 @@
     ablations        the ablation grid (notebook 04)
     runner           ``absa grid``: every run of a profile, as a queue of processes
     notebook_script  a notebook's parameters, for a script
-    run_all          around each notebook of run_all.sh: its parameters, its line, its error, its readable copy
+    run_all          run_all.sh's driver: the profile, the data, the grid, and each notebook with its
+                     parameters, its line, its error, its readable copy; the manifest
     manifest         the checksums of every output a notebook wrote
 """

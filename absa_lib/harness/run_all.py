@@ -1,19 +1,32 @@
-"""What ``run_all.sh`` does around each notebook: its parameters, its one line, its error, its readable copy.
+"""``run_all.sh``'s driver: the profile, the data, the grid, and each notebook with its line.
 
-``run_all.sh`` runs each notebook with papermill (or its paired script) with all of the run's output in
-``executed/<profile>/NN_name.log``, and prints one line per notebook on the terminal::
+``bash run_all.sh [PROFILE] [-p NAME VALUE ...]`` sets up the interpreter and hands over to::
 
-    python -m absa_lib.harness.run_all params PARAMS.yaml OUT/      # OUT/NN_name.params.yaml per notebook
-    python -m absa_lib.harness.run_all done NAME --params PARAMS.yaml --start T --log LOG [--render-to DIR]
-    python -m absa_lib.harness.run_all failed NAME --profile P --start T --log LOG [--executed OUT/NN_name.ipynb]
+    python -m absa_lib.harness.run_all [--python PY] [PROFILE] [-p NAME VALUE ...]
 
-- ``params``: each notebook is handed only the parameters its ``parameters`` cell declares (a profile
-  holds the union; papermill warns of every name a notebook does not declare).
-- ``done``: the rest of the notebook's line (how long it took, the files it wrote under the profile's
-  results and figures folders, its log) and, with ``--render-to``, its executed copy normalized into
-  that folder (``notebooks/executed/`` under the ``render`` profile: :func:`normalized`).
-- ``failed``: the error that stopped it (papermill's failing cell, or the script's exception) and
-  where to look.
+which, in order: chooses the profile when none is given (``gpu`` with CUDA, else ``render`` when
+``results/reference/`` holds runs, else ``cpu``), writes ``executed/<profile>/params.yaml`` (the
+profile with the ``-p`` changes, checked: :mod:`absa_lib.harness.profiles`), checks the benchmark
+files (the ``data`` step), trains the profile's grid of runs when it allows training (``absa grid``;
+all of it to ``grid.log``, each finished run's "runs done, N left" line on the terminal), then runs
+each notebook with papermill, or its paired script (``python -m absa_lib.harness.notebook_script``)
+without papermill or with ``ABSA_NOTEBOOKS=scripts``, all of the run's output in
+``executed/<profile>/NN_name.log``, one line per notebook on the terminal, and ends with the manifest
+(:mod:`absa_lib.harness.manifest`). ``--python``: the interpreter of the steps it starts (default: this
+one). Around each notebook:
+
+- its parameters: only those its ``parameters`` cell declares (a profile holds the union; papermill
+  warns of every name a notebook does not declare): :func:`write_notebook_params`;
+- its line: how long it took, the files it wrote under the profile's results and figures folders, its
+  log (:func:`written_files`), and under ``render`` its executed copy normalized into
+  ``notebooks/executed/`` (:func:`normalized`);
+- its failure: the error that stopped it (papermill's failing cell, or the script's exception) and
+  where to look (:func:`failure_lines`).
+
+Two steps can also run alone::
+
+    python -m absa_lib.harness.run_all data [PARAMS.yaml]        # the benchmark files (tests/run.sh)
+    python -m absa_lib.harness.run_all params PARAMS.yaml OUT/   # OUT/NN_name.params.yaml per notebook
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,10 +43,13 @@ from pathlib import Path
 import yaml
 
 from absa_lib.data.download import FIX, download, verify
-from absa_lib.errors import AbsaError
+from absa_lib.device import cpu_has_native_bf16
+from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes
+from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
-from absa_lib.harness.profiles import notebook_parameters, read_profile_file
+from absa_lib.harness.profiles import PROFILES, notebook_parameters, read_profile_file
+from absa_lib.harness.runner import cost_summary
 from absa_lib.paths import repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
@@ -136,20 +153,7 @@ def took(start: float, now: float | None = None) -> str:
     return f"{seconds:.1f}s" if seconds < 90 else f"{seconds:.0f}s ({seconds / 60:.1f} min)"
 
 
-def parse_start(text: str) -> float:
-    """A start time as bash's ``$EPOCHREALTIME`` gives it (a decimal comma in some locales) or ``date +%s``."""
-    try:
-        return float(text.replace(",", "."))
-    except ValueError:
-        raise AbsaError(f"--start {text!r}: expected seconds since the epoch") from None
-
-
 # ------------------------------------------------------------------------------------------- failures
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def cell_error(executed: Path) -> str | None:
@@ -165,7 +169,7 @@ def cell_error(executed: Path) -> str | None:
                 ename, evalue = out.get("ename", "Error"), out.get("evalue", "")
                 if ename == "SystemExit" and evalue in ("", "0"):
                     continue
-                return f"cell {cell.get('execution_count')} raised {ename}" + (f": {_one_line(evalue)}" if evalue else "")
+                return f"cell {cell.get('execution_count')} raised {ename}" + (f": {one_line(evalue)}" if evalue else "")
         if cell.get("metadata", {}).get("papermill", {}).get("exception") is True:
             return f"cell {cell.get('execution_count')} did not finish (no error output; see the log)"
     return None
@@ -188,7 +192,7 @@ def log_error(log: Path, script: str | None = None) -> str | None:
             m = pattern.search(ln)
             if m and Path(m.group(1)).name == Path(script).name:
                 where = f"{script} line {m.group(2)}"
-    return f"{where} raised {_one_line(last)}" if where else _one_line(last)
+    return f"{where} raised {one_line(last)}" if where else one_line(last)
 
 
 def failure_lines(notebook: str, profile: str, start: float, log: Path, executed: Path | None, root: Path,
@@ -328,7 +332,260 @@ def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
     return True, [*lines, f"[data] downloaded into {folder}"]
 
 
-def main(argv: list[str] | None = None) -> int:
+# ------------------------------------------------------------------------------------------- the driver
+
+# what every step the driver starts shares: the seeds of hashing, cuBLAS's deterministic workspace, no
+# tokenizer threads; and, under every profile but paper (whose backbone may come from the hub), no hub
+OWN_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+GRID_PROGRESS = re.compile(r"runs done, [0-9]+ left")      # the grid's line per finished run
+GRID_SUMMARY = re.compile(r"^\[grid\] [0-9]* runs:")       # its last word: runs trained, skipped, failed
+
+
+def say(text: str, end: str = "\n") -> None:
+    """A line (or, with ``end=""``, the start of one) on the terminal: stderr, at once."""
+    print(text, end=end, file=sys.stderr, flush=True)
+
+
+def _clock() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+def unknown_profile(name: str) -> str:
+    return f"unknown profile '{name}'; expected one of: {' '.join(PROFILES)} (params/<profile>.yaml)"
+
+
+def _shown_root(root: Path) -> Path:
+    """The checkout as the command line named it: ``$PWD`` when it is ``root`` (run_all.sh changes
+    into the checkout first; a link in its path stays in the paths printed and handed on), else ``root``."""
+    pwd = os.environ.get("PWD", "")
+    try:
+        return Path(pwd) if os.path.isabs(pwd) and Path(pwd).resolve() == root else root
+    except OSError:
+        return root
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    """``proc``'s exit status; on Ctrl-C (which reaches it too) it is waited for all the same, then
+    the interrupt goes on."""
+    interrupted = False
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+    return code
+
+
+def notebook_mode() -> str:
+    """``papermill``, or ``scripts`` (the paired scripts) without it: ``$ABSA_NOTEBOOKS`` when set."""
+    if os.environ.get("ABSA_NOTEBOOKS"):
+        return os.environ["ABSA_NOTEBOOKS"]
+    try:
+        import papermill  # noqa: F401
+    except Exception:
+        return "scripts"
+    return "papermill"
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _bert_base_cached() -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        return isinstance(try_to_load_from_cache("bert-base-uncased", "config.json"), str)
+    except Exception:
+        return False
+
+
+def reference_line(root: Path) -> str:
+    """What the committed reference runs cost, and how to train seed 42 here instead."""
+    cost = ("1 h 23 min, its 35 runs and the notebooks, on 2 CPU cores with native bf16, as this one has; "
+            "docs/evidence/costs_and_speed.md"
+            if cpu_has_native_bf16() else "2 h 10 min measured on 2 CPU cores; docs/evidence/costs_and_speed.md")
+    return ("[run_all] the reference: " + cost_summary(root / "results" / "reference" / "runs") + ". To retrain seed "
+            f"42 here: bash run_all.sh cpu ({cost}), or gpu with CUDA "
+            "(10 of its 12 table runs took 14 min on one H100; docs/evidence/costs_and_speed.md)")
+
+
+def choose_profile(root: Path) -> str:
+    """The profile when none is given: ``gpu`` with CUDA, else ``render`` when ``results/reference/``
+    holds trained runs, else ``cpu``; says which and why."""
+    if _has_cuda():
+        profile, why = "gpu", "a CUDA GPU is available"
+    elif next((root / "results" / "reference" / "runs").rglob("metrics.json"), None) is not None:
+        profile, why = "render", "no CUDA GPU was found, and results/reference/ holds trained runs"
+        say(reference_line(root))
+    else:
+        profile, why = "cpu", "no CUDA GPU was found and results/reference/ has no runs"
+    say(f"[run_all] no profile given: using '{profile}' ({why}). Others: {' '.join(PROFILES)}")
+    if profile == "gpu" and _bert_base_cached():
+        say("[run_all] bert-base-uncased is in the local cache: 'bash run_all.sh paper' runs the paper's backbone")
+    return profile
+
+
+def train_grid(python: str, profile: str, params_file: Path, out: Path, top: Path) -> bool:
+    """``absa grid`` on the profile: all it prints into ``out/grid.log``, each finished run's line (runs
+    done, left, the pace) on the terminal; at the end its summary, or why it failed."""
+    log = out / "grid.log"
+    say(f"[run_all] {_clock()} training the grid of '{profile}' (follow it: tail -f {log.relative_to(top)})")
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([python, "-m", "absa_lib.cli", "grid", "--profile", str(params_file)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        interrupted = False
+        while True:                    # to its end, even after Ctrl-C: the grid's last lines go to the log
+            try:
+                for line in proc.stdout:
+                    sink.write(line)
+                    sink.flush()
+                    text = line.decode("utf-8", errors="replace").rstrip("\n")
+                    if GRID_PROGRESS.search(text):
+                        say(re.sub(r"^\[grid\]", "[run_all]   grid", text))
+                break
+            except KeyboardInterrupt:
+                interrupted = True
+        code = _wait(proc)
+    if interrupted:
+        raise KeyboardInterrupt
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    summary = next((ln for ln in reversed(lines) if GRID_SUMMARY.match(ln)), "")
+    if code != 0:
+        say(f"[run_all] FAILED: the grid of runs (profile {profile}): {summary or (lines[-1] if lines else '')}")
+        say(f"[run_all]   see {log} and the run logs it names")
+        return False
+    say(f"[run_all] {_clock()} " + re.sub(r"; summary: .*", "", summary))
+    return True
+
+
+def without_force_retrain(params_file: Path, out: Path) -> Path | None:
+    """Under ``force_retrain`` the grid has just retrained every run once; the notebooks collect them
+    (forced again, each would retrain its runs one at a time, and the runs notebooks share twice):
+    ``out/params_notebooks.yaml``, the profile with ``force_retrain: false``; None when not forced."""
+    params = yaml.safe_load(params_file.read_text())
+    if not params.get("force_retrain"):
+        return None
+    dest = out / "params_notebooks.yaml"
+    atomic_write_bytes(dest, yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False).encode())
+    say("[run_all] force_retrain: the grid retrained every run; the notebooks collect them")
+    return dest
+
+
+def notebook_command(python: str, mode: str, top: Path, out: Path, notebook: str) -> list[str]:
+    """The command that runs ``notebook`` with its parameters: papermill, or its paired script."""
+    if mode == "scripts":
+        return [python, "-m", "absa_lib.harness.notebook_script", str(top / "notebooks" / f"{notebook}.py"),
+                str(out / f"{notebook}.params.yaml")]
+    return [python, "-m", "papermill", str(top / "notebooks" / f"{notebook}.ipynb"), str(out / f"{notebook}.ipynb"),
+            "-k", "python3", "--cwd", str(top / "notebooks"), "-f", str(out / f"{notebook}.params.yaml"),
+            "--log-output", "--no-progress-bar", "--start-timeout", "120"]
+
+
+def run_notebook(notebook: str, command: list[str], *, profile: str, params_file: Path, out: Path, root: Path,
+                 executed: Path | None, render_to: Path | None) -> bool:
+    """Run one notebook, all its output into ``out/NN_name.log``, and print its line: how long it
+    took, what it wrote, its log; or its error and where to look. With ``render_to``, its executed
+    copy normalized into that folder."""
+    say(f"[run_all] {_clock()} {notebook:<19}", end="")          # the line's end comes when it has run
+    log = out / f"{notebook}.log"
+    for stale in (out / f"{notebook}.ipynb", out / f"{notebook}.log.err"):   # never an old run's copy in a
+        stale.unlink(missing_ok=True)                                         # failure's message
+    start = time.time()
+    with open(log, "wb") as sink:
+        code = _wait(subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT))
+    if code != 0:
+        try:
+            say("\n".join(failure_lines(notebook, profile, start, log, executed, root, script=executed is None)))
+        except Exception:
+            say(f" FAILED; see {log}")
+        return False
+    end = time.time()
+    try:
+        wrote = describe_written(written_files(read_profile_file(params_file), start, root), root)
+        say(f"{took(start, end):>8}  {wrote}  log: {_short(log, root)}")
+        if render_to is not None and executed is not None:
+            write_normalized(executed, render_to / f"{notebook}.ipynb", root)
+    except AbsaError as err:
+        say(f" (its report failed)\n[run_all] error: {err}")
+        return False
+    return True
+
+
+def run(argv: list[str], python: str) -> int:
+    """``run_all.sh [PROFILE] [-p NAME VALUE ...]``, all of it; the exit status (1: a step failed, 2: a
+    wrong profile or parameter)."""
+    profile = argv.pop(0) if argv and not argv[0].startswith("-") else None
+    if profile is not None and profile not in PROFILES:
+        say(f"[run_all] error: {unknown_profile(profile)}")
+        return 2
+    root = _root()
+    top = _shown_root(root)                       # root as run_all.sh named it: the paths printed and handed on
+    os.chdir(top)                                 # relative paths in the profile (results/, figures/) lead here
+    mode = notebook_mode()
+    if profile is None:
+        profile = choose_profile(root)
+    out = top / "executed" / profile              # absolute: papermill opens --stdout-file after --cwd
+    out.mkdir(parents=True, exist_ok=True)
+    # the profile with the command line's `-p NAME VALUE` changes (names checked before anything runs)
+    params_file = out / "params.yaml"
+    if profiles.main([str(top / "params" / f"{profile}.yaml"), str(params_file), *argv]) != 0:
+        return 2
+    os.environ.update(OWN_ENV)
+    if profile != "paper":
+        os.environ.update(OFFLINE_ENV)
+    params = yaml.safe_load(params_file.read_text())
+    missing = [k for k in ("results_dir", "figures_dir") if k not in params]
+    if missing:
+        raise AbsaError(f"params/{profile}.yaml: sets no {', '.join(missing)} (where the notebooks write)")
+    results, figures = params["results_dir"], params["figures_dir"]
+    started = int(time.time())
+    # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
+    # notebook and every cell of a grid reads them
+    if _wait(subprocess.Popen([python, "-m", "absa_lib.harness.run_all", "data", str(params_file)])) != 0:
+        return 1
+    if params.get("allow_training"):
+        if not train_grid(python, profile, params_file, out, top):
+            return 1
+        params_file = without_force_retrain(params_file, out) or params_file
+    # each notebook gets the values of the names its parameters cell declares, no others
+    try:
+        write_notebook_params(params_file, out)
+    except AbsaError as err:
+        say(f"[run_all] error: {err}")
+        return 2
+    # render, as the profile file says (no -p changes), through papermill: the executed notebooks,
+    # normalized (no times, no absolute paths), into notebooks/executed/ (the same bytes run after run)
+    render_to = top / "notebooks" / "executed" if profile == "render" and mode == "papermill" and not argv else None
+    for notebook in notebook_names(root):
+        executed = None if mode == "scripts" else out / f"{notebook}.ipynb"
+        if not run_notebook(notebook, notebook_command(python, mode, top, out, notebook), profile=profile,
+                            params_file=params_file, out=out, root=root, executed=executed, render_to=render_to):
+            return 1
+    code = manifest.main(["--profile", profile, "--results-dir", str(results), "--figures-dir", str(figures)])
+    sys.stdout.flush()
+    if code != 0:
+        return code
+    say(f"[run_all] all notebooks ran under '{profile}' in {int(time.time()) - started}s")
+    say(f"[run_all]   tables:    {results}/table1_sentihood.{{csv,md}} {results}/table2_semeval.{{csv,md}} "
+        f"{results}/ablations.{{csv,md}}")
+    say(f"[run_all]   figures:   {figures}/")
+    say(f"[run_all]   manifest:  {results}/MANIFEST.json")
+    say(f"[run_all]   notebooks: {out}/")
+    if render_to is not None:
+        say(f"[run_all]   readable:  {render_to}/ (normalized copies, committed)")
+    return 0
+
+
+def step(argv: list[str]) -> int:
+    """``data`` or ``params``: one step alone."""
     parser = argparse.ArgumentParser(prog="python -m absa_lib.harness.run_all", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     data = sub.add_parser("data", help="check the benchmark files, download the missing ones, or say how to fix it")
@@ -336,16 +593,6 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("params", help="write OUT/NN_name.params.yaml: each notebook's declared parameters")
     p.add_argument("params")
     p.add_argument("out")
-    d = sub.add_parser("done", help="the rest of a notebook's line; with --render-to, its normalized copy")
-    f = sub.add_parser("failed", help="the error that stopped a notebook, and where to look")
-    for s in (d, f):
-        s.add_argument("notebook")
-        s.add_argument("--start", required=True, help="when it started (seconds since the epoch)")
-        s.add_argument("--log", required=True)
-        s.add_argument("--executed", default=None, help="papermill's executed copy (none for a script)")
-    d.add_argument("--params", required=True, help="the profile's values (where results and figures go)")
-    d.add_argument("--render-to", default=None, help="write the executed copy, normalized, into this folder")
-    f.add_argument("--profile", required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "data":
@@ -353,28 +600,31 @@ def main(argv: list[str] | None = None) -> int:
             ok, lines = data_lines(given or None)
             print("\n".join(lines), file=sys.stderr)
             return 0 if ok else 1
-        root = _root()
-        if args.command == "params":
-            write_notebook_params(Path(args.params), Path(args.out))
-            return 0
-        start = parse_start(args.start)
-        executed = Path(args.executed) if args.executed else None
-        if args.command == "failed":
-            print("\n".join(failure_lines(args.notebook, args.profile, start, Path(args.log), executed, root,
-                                          script=executed is None)), file=sys.stderr)
-            return 0
-        end = time.time()
-        wrote = describe_written(written_files(read_profile_file(Path(args.params)), start, root), root)
-        print(f"{took(start, end):>8}  {wrote}  log: {_short(Path(args.log), root)}", file=sys.stderr)
-        if args.render_to:
-            if executed is None:
-                raise AbsaError("--render-to needs --executed (papermill's executed copy)")
-            write_normalized(executed, Path(args.render_to) / f"{args.notebook}.ipynb", root)
+        _root()
+        write_notebook_params(Path(args.params), Path(args.out))
     except AbsaError as err:
-        ended = "" if args.command == "params" else " (its report failed)\n"   # the notebook's line is open
-        print(f"{ended}[run_all] error: {err}", file=sys.stderr)
+        print(f"[run_all] error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["data"], ["params"]):
+        return step(argv)
+    python = sys.executable
+    if argv[:1] == ["--python"]:
+        if len(argv) < 2:
+            say("[run_all] error: --python needs an interpreter")
+            return 2
+        python, argv = argv[1], argv[2:]
+    try:
+        return run(argv, python)
+    except AbsaError as err:
+        say(f"[run_all] error: {err}")
+        return 2
+    except KeyboardInterrupt:                     # each step was waited for: nothing is left running
+        return 130
 
 
 if __name__ == "__main__":
