@@ -24,7 +24,8 @@ import nbformat
 import pytest
 import yaml
 
-from absa_lib.harness import run_all
+from absa_lib.errors import AbsaError
+from absa_lib.harness import default_profile, run_all
 from absa_lib.harness.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,24 +92,24 @@ def test_the_driver_refuses_a_profile_that_is_not_in_the_list_as_run_all_sh_does
                   "(params/<profile>.yaml)\n"
 
 
-def test_without_a_profile_the_driver_says_which_it_chose_and_why(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(run_all, "_has_cuda", lambda: False)
-    monkeypatch.setattr(run_all, "reference_line", lambda root: f"[run_all] the reference: in {root}")
-    assert run_all.choose_profile(tmp_path) == "cpu"
+def test_without_a_profile_the_default_is_chosen_with_its_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(default_profile, "_has_cuda", lambda: False)
+    monkeypatch.setattr(default_profile, "reference_line", lambda root: f"[run_all] the reference: in {root}")
+    assert default_profile.choose_profile(tmp_path) == "cpu"
     assert capsys.readouterr().err == ("[run_all] no profile given: using 'cpu' (no CUDA GPU was found and "
                                        "results/reference/ has no runs). Others: smoke cpu gpu paper render\n")
     run = tmp_path / "results" / "reference" / "runs" / "sentihood" / "qacg-bert" / "r1"
     run.mkdir(parents=True)
     (run / "metrics.json").write_text("{}")
-    assert run_all.choose_profile(tmp_path) == "render"
+    assert default_profile.choose_profile(tmp_path) == "render"
     assert capsys.readouterr().err.splitlines() == [
         f"[run_all] the reference: in {tmp_path}",
         "[run_all] no profile given: using 'render' (no CUDA GPU was found, and results/reference/ holds trained "
         "runs). Others: smoke cpu gpu paper render"]
-    monkeypatch.setattr(run_all, "_has_cuda", lambda: True)
+    monkeypatch.setattr(default_profile, "_has_cuda", lambda: True)
     for cached in (False, True):
-        monkeypatch.setattr(run_all, "_bert_base_cached", lambda cached=cached: cached)
-        assert run_all.choose_profile(tmp_path) == "gpu"
+        monkeypatch.setattr(default_profile, "_bert_base_cached", lambda cached=cached: cached)
+        assert default_profile.choose_profile(tmp_path) == "gpu"
         lines = capsys.readouterr().err.splitlines()
         assert lines[0] == "[run_all] no profile given: using 'gpu' (a CUDA GPU is available). Others: " \
                            "smoke cpu gpu paper render"
@@ -117,11 +118,22 @@ def test_without_a_profile_the_driver_says_which_it_chose_and_why(tmp_path, monk
 
 
 def test_the_reference_line_names_its_runs_and_how_to_retrain_them():
-    line = run_all.reference_line(ROOT)
+    line = default_profile.reference_line(ROOT)
     assert re.match(r"\[run_all\] the reference: \d+ runs: .* \(training and evaluation, summed over runs\)\. "
                     r"To retrain seed 42 here: bash run_all.sh cpu \(", line), line
     assert line.endswith("or gpu with CUDA (10 of its 12 table runs took 14 min on one H100; "
                          "docs/evidence/costs_and_speed.md)")
+
+
+def test_the_driver_asks_for_the_default_in_a_process_of_its_own_and_a_named_profile_never_loads_torch():
+    """Only without a profile are torch and the run records read (default_profile, a process apart)."""
+    done = subprocess.run([sys.executable, "-c", "import sys, absa_lib.harness.run_all; "
+                           "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+    assert run_all.choose_profile(sys.executable, ROOT) in PROFILES
+    with pytest.raises(AbsaError, match=r"the default profile could not be chosen \(exit 1\); name one"):
+        run_all.choose_profile("false", ROOT)
 
 
 def _stand_in_grid(tmp_path: Path, status: int, lines: list[str]) -> str:

@@ -9,5 +9,6 @@
     notebook_script  a notebook's parameters, for a script
     run_all          run_all.sh's driver: the profile, the data, the grid, and each notebook with its
                      parameters, its line, its error, its readable copy; the manifest
+    default_profile  the profile run_all.sh runs when none is named, and why
     manifest         the checksums of every output a notebook wrote
 """

@@ -43,13 +43,11 @@ from pathlib import Path
 import yaml
 
 from absa_lib.data.download import FIX, download, verify
-from absa_lib.device import cpu_has_native_bf16
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, notebook_parameters, read_profile_file
-from absa_lib.harness.runner import cost_summary
 from absa_lib.paths import repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
@@ -391,46 +389,15 @@ def notebook_mode() -> str:
     return "papermill"
 
 
-def _has_cuda() -> bool:
-    try:
-        import torch
-        return bool(torch.cuda.is_available())
-    except Exception:
-        return False
-
-
-def _bert_base_cached() -> bool:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-        return isinstance(try_to_load_from_cache("bert-base-uncased", "config.json"), str)
-    except Exception:
-        return False
-
-
-def reference_line(root: Path) -> str:
-    """What the committed reference runs cost, and how to train seed 42 here instead."""
-    cost = ("1 h 23 min, its 35 runs and the notebooks, on 2 CPU cores with native bf16, as this one has; "
-            "docs/evidence/costs_and_speed.md"
-            if cpu_has_native_bf16() else "2 h 10 min measured on 2 CPU cores; docs/evidence/costs_and_speed.md")
-    return ("[run_all] the reference: " + cost_summary(root / "results" / "reference" / "runs") + ". To retrain seed "
-            f"42 here: bash run_all.sh cpu ({cost}), or gpu with CUDA "
-            "(10 of its 12 table runs took 14 min on one H100; docs/evidence/costs_and_speed.md)")
-
-
-def choose_profile(root: Path) -> str:
-    """The profile when none is given: ``gpu`` with CUDA, else ``render`` when ``results/reference/``
-    holds trained runs, else ``cpu``; says which and why."""
-    if _has_cuda():
-        profile, why = "gpu", "a CUDA GPU is available"
-    elif next((root / "results" / "reference" / "runs").rglob("metrics.json"), None) is not None:
-        profile, why = "render", "no CUDA GPU was found, and results/reference/ holds trained runs"
-        say(reference_line(root))
-    else:
-        profile, why = "cpu", "no CUDA GPU was found and results/reference/ has no runs"
-    say(f"[run_all] no profile given: using '{profile}' ({why}). Others: {' '.join(PROFILES)}")
-    if profile == "gpu" and _bert_base_cached():
-        say("[run_all] bert-base-uncased is in the local cache: 'bash run_all.sh paper' runs the paper's backbone")
-    return profile
+def choose_profile(python: str, root: Path) -> str:
+    """The profile when none is given (:mod:`absa_lib.harness.default_profile`, which says which and
+    why): in a process of its own, as only then are torch and the run records read."""
+    done = subprocess.run([python, "-m", "absa_lib.harness.default_profile", str(root)], stdout=subprocess.PIPE,
+                          text=True, check=False)
+    if done.returncode != 0 or done.stdout.strip() not in PROFILES:
+        raise AbsaError(f"the default profile could not be chosen (exit {done.returncode}); name one: "
+                        f"bash run_all.sh {{{'|'.join(PROFILES)}}}")
+    return done.stdout.strip()
 
 
 def train_grid(python: str, profile: str, params_file: Path, out: Path, top: Path) -> bool:
@@ -531,7 +498,7 @@ def run(argv: list[str], python: str) -> int:
     os.chdir(top)                                 # relative paths in the profile (results/, figures/) lead here
     mode = notebook_mode()
     if profile is None:
-        profile = choose_profile(root)
+        profile = choose_profile(python, root)
     out = top / "executed" / profile              # absolute: papermill opens --stdout-file after --cwd
     out.mkdir(parents=True, exist_ok=True)
     # the profile with the command line's `-p NAME VALUE` changes (names checked before anything runs)
@@ -549,7 +516,9 @@ def run(argv: list[str], python: str) -> int:
     started = int(time.time())
     # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
     # notebook and every cell of a grid reads them
-    if _wait(subprocess.Popen([python, "-m", "absa_lib.harness.run_all", "data", str(params_file)])) != 0:
+    ok, lines = data_lines(params.get("data_dir") or None)
+    say("\n".join(lines))
+    if not ok:
         return 1
     if params.get("allow_training"):
         if not train_grid(python, profile, params_file, out, top):
