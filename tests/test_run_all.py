@@ -209,6 +209,9 @@ def test_the_notebooks_run_without_papermill_when_asked(monkeypatch):
     assert run_all.notebook_mode() == "scripts"
     monkeypatch.setenv("ABSA_NOTEBOOKS", "")                        # empty: as if unset
     assert run_all.notebook_mode() == "papermill"                   # (the test extras install it)
+    monkeypatch.setenv("ABSA_NOTEBOOKS", "script")                  # a typo is refused, not read as papermill
+    with pytest.raises(AbsaError, match="ABSA_NOTEBOOKS='script': expected papermill or scripts"):
+        run_all.notebook_mode()
 
 
 # ------------------------------------------------------------------------------ the helpers

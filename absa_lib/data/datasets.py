@@ -83,6 +83,7 @@ def train_subset(examples: list, k: int | None) -> list:
     (seed 0, the same for every run seed), in the file's order; all when ``k`` is None or too large."""
     if k is None or k >= len(examples):
         return examples
+    # torch here only: the data layer loads without it (absa data, run_all's data step)
     import torch
 
     order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(0)).tolist()

@@ -32,6 +32,7 @@ Two steps can also run alone::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -336,6 +337,7 @@ def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
 # tokenizer threads; and, under every profile but paper (whose backbone may come from the hub), no hub
 OWN_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+NOTEBOOK_MODES = ("papermill", "scripts")                  # how the notebooks run (ABSA_NOTEBOOKS)
 GRID_PROGRESS = re.compile(r"runs done, [0-9]+ left")      # the grid's line per finished run
 GRID_SUMMARY = re.compile(r"^\[grid\] [0-9]* runs:")       # its last word: runs trained, skipped, failed
 
@@ -380,13 +382,11 @@ def _wait(proc: subprocess.Popen) -> int:
 
 def notebook_mode() -> str:
     """``papermill``, or ``scripts`` (the paired scripts) without it: ``$ABSA_NOTEBOOKS`` when set."""
-    if os.environ.get("ABSA_NOTEBOOKS"):
-        return os.environ["ABSA_NOTEBOOKS"]
-    try:
-        import papermill  # noqa: F401
-    except Exception:
-        return "scripts"
-    return "papermill"
+    mode = os.environ.get("ABSA_NOTEBOOKS") or ("papermill" if importlib.util.find_spec("papermill") else "scripts")
+    if mode not in NOTEBOOK_MODES:
+        raise AbsaError(f"ABSA_NOTEBOOKS={mode!r}: expected {' or '.join(NOTEBOOK_MODES)} (unset: papermill when "
+                        "it is installed)")
+    return mode
 
 
 def choose_profile(python: str, root: Path) -> str:
@@ -437,7 +437,7 @@ def without_force_retrain(params_file: Path, out: Path) -> Path | None:
     """Under ``force_retrain`` the grid has just retrained every run once; the notebooks collect them
     (forced again, each would retrain its runs one at a time, and the runs notebooks share twice):
     ``out/params_notebooks.yaml``, the profile with ``force_retrain: false``; None when not forced."""
-    params = yaml.safe_load(params_file.read_text())
+    params = read_profile_file(params_file)
     if not params.get("force_retrain"):
         return None
     dest = out / "params_notebooks.yaml"
@@ -456,7 +456,7 @@ def notebook_command(python: str, mode: str, top: Path, out: Path, notebook: str
             "--log-output", "--no-progress-bar", "--start-timeout", "120"]
 
 
-def run_notebook(notebook: str, command: list[str], *, profile: str, params_file: Path, out: Path, root: Path,
+def run_notebook(notebook: str, command: list[str], *, profile: str, params: dict, out: Path, root: Path,
                  executed: Path | None, render_to: Path | None) -> bool:
     """Run one notebook, all its output into ``out/NN_name.log``, and print its line: how long it
     took, what it wrote, its log; or its error and where to look. With ``render_to``, its executed
@@ -476,7 +476,7 @@ def run_notebook(notebook: str, command: list[str], *, profile: str, params_file
         return False
     end = time.time()
     try:
-        wrote = describe_written(written_files(read_profile_file(params_file), start, root), root)
+        wrote = describe_written(written_files(params, start, root), root)
         say(f"{took(start, end):>8}  {wrote}  log: {_short(log, root)}")
         if render_to is not None and executed is not None:
             write_normalized(executed, render_to / f"{notebook}.ipynb", root)
@@ -508,7 +508,7 @@ def run(argv: list[str], python: str) -> int:
     os.environ.update(OWN_ENV)
     if profile != "paper":
         os.environ.update(OFFLINE_ENV)
-    params = yaml.safe_load(params_file.read_text())
+    params = read_profile_file(params_file)
     missing = [k for k in ("results_dir", "figures_dir") if k not in params]
     if missing:
         raise AbsaError(f"params/{profile}.yaml: sets no {', '.join(missing)} (where the notebooks write)")
@@ -536,7 +536,7 @@ def run(argv: list[str], python: str) -> int:
     for notebook in notebook_names(root):
         executed = None if mode == "scripts" else out / f"{notebook}.ipynb"
         if not run_notebook(notebook, notebook_command(python, mode, top, out, notebook), profile=profile,
-                            params_file=params_file, out=out, root=root, executed=executed, render_to=render_to):
+                            params=params, out=out, root=root, executed=executed, render_to=render_to):
             return 1
     code = manifest.main(["--profile", profile, "--results-dir", str(results), "--figures-dir", str(figures)])
     sys.stdout.flush()
