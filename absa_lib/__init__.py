@@ -25,8 +25,15 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import sys
+import warnings
 
 from absa_lib._version import __version__
+
+# transformers imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
+# (its download bars then print as text). This package's own progress never uses tqdm.auto and says once
+# when a bar needs ipywidgets (absa_lib.training.progress), so the warning is filtered here, before any
+# module that imports transformers loads.
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 _API = {  # name: the module that defines it
     "AbsaError": "absa_lib.errors", "TrainConfig": "absa_lib.training.config", "Run": "absa_lib.training.runs",

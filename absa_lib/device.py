@@ -5,12 +5,16 @@
 - ``fp32``: everything in float32.
 - ``bf16``: matrix products and attention under ``torch.autocast(dtype=bfloat16)``; the master
   weights, the optimizer state, the loss, the softmax outputs and the context gates (λ) stay float32.
-- ``auto``: ``bf16`` on CUDA and on CPUs with native bf16 instructions (AVX512-BF16 / AMX);
-  ``fp32`` elsewhere, where emulated bf16 is much slower (a bf16 matrix product measured 37x slower
-  than fp32 on an AVX2-only CPU).
+- ``fp16``: the same under ``dtype=float16``, with loss scaling in training (:func:`grad_scaler`):
+  float16 keeps 10 mantissa bits but its range ends at 65504 and its gradients underflow below
+  6e-8, so the loss is scaled up before ``backward`` and the gradients down before clipping.
+- ``auto``: ``bf16`` where it is native: GPUs with bf16 units (compute capability 8.0 on: A100,
+  H100, L4) and CPUs with AVX512-BF16 / AMX; ``fp16`` on older GPUs (a T4 or V100 has float16 units
+  only, and would emulate bf16); ``fp32`` on other CPUs, where emulated bf16 is much slower (a bf16
+  matrix product measured 37x slower than fp32 on an AVX2-only CPU).
 
-A run records the *resolved* precision (``bf16`` or ``fp32``), never ``auto``: the same request on a
-machine without bf16 is a different run.
+A run records the *resolved* precision (``bf16``, ``fp16`` or ``fp32``), never ``auto``: the same
+request on a machine without bf16 is a different run.
 
 ``--compile`` (training): the training step's forward and backward through ``torch.compile``.
 
@@ -38,7 +42,8 @@ import torch
 
 from absa_lib.errors import AbsaError
 
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}     # the precisions computed under autocast
 COMPILE_MODES = ("none", "default", "reduce-overhead")
 COMPILE_PAD_MULTIPLE = 16
 
@@ -56,18 +61,34 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
+def native_bf16(device: torch.device) -> bool:
+    """True when ``device`` computes bf16 in hardware (not emulated through float32)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return cpu_has_native_bf16()
+
+
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` -> ``bf16`` or ``fp32`` for ``device``; ``fp32`` / ``bf16`` are returned unchanged."""
+    """``auto`` -> ``bf16``, ``fp16`` or ``fp32`` for ``device``; the others are returned unchanged."""
     if precision not in PRECISIONS:
         raise AbsaError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     if precision != "auto":
         return precision
-    return "bf16" if device.type == "cuda" or cpu_has_native_bf16() else "fp32"
+    if native_bf16(device):
+        return "bf16"
+    return "fp16" if device.type == "cuda" else "fp32"
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context for a resolved ``precision`` (a no-op for ``fp32``)."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+    return torch.autocast(device.type, dtype=_AUTOCAST.get(precision, torch.bfloat16), enabled=precision in _AUTOCAST)
+
+
+def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
+    """Loss scaling for ``fp16`` training: ``scale(loss).backward()``, ``unscale_`` before clipping,
+    ``step`` (skipped when a gradient overflowed, the scale then halved), ``update``. For ``fp32`` and
+    ``bf16`` (float32's range) it is disabled: every call passes through, the step is the optimizer's."""
+    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
 
 def pad_multiple(mode: str, routing: str | None = None, max_length: int = 128) -> int:

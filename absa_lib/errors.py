@@ -15,6 +15,14 @@ class RunBusy(AbsaError):
     exit_code = 75
 
 
+class RunStopped(AbsaError):
+    """The run was asked to stop (SIGTERM to ``absa train``: ``kill``, a grid stopping its runs, a
+    scheduler) and saved its resume state at the batch it had reached. Not a failure of the run: the
+    CLI exits with status 143 (128 + SIGTERM), and the same command resumes it at that batch."""
+
+    exit_code = 143
+
+
 def one_line(err: BaseException, limit: int = 300) -> str:
     """An exception's message on one line (library messages can span several), at most ``limit``
     characters, for the end of an :class:`AbsaError` message."""

@@ -38,6 +38,36 @@
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
 
+# %%
+# Colab, or any Jupyter kernel without the companion: clone it and install it with its backbone,
+# leaving the kernel's own packages as they are (scripts/colab_install.py); nothing happens where
+# `import absa_lib` works. On Colab, keep_runs_on_drive = True keeps the runs, tables and figures
+# (executed/) on Google Drive, where a new runtime finds them and resumes unfinished runs.
+keep_runs_on_drive = False
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("absa_lib") is None:
+    _repository = os.environ.get("ABSA_REPOSITORY") or ""   # absa_lib/_version.py
+    if not os.path.isdir("absa-companion"):
+        if not _repository:
+            raise RuntimeError("absa_lib is not installed and the companion's address is not declared: set "
+                               "os.environ['ABSA_REPOSITORY'] to its git address, or clone it here as absa-companion/")
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", _repository, "absa-companion"], check=True)
+    _done = subprocess.run([sys.executable, "absa-companion/scripts/colab_install.py"], capture_output=True, text=True)
+    print(_done.stdout + _done.stderr)                # a kernel does not show a child's output by itself
+    if _done.returncode:
+        raise RuntimeError("the companion could not be installed: the lines above say why")
+    importlib.invalidate_caches()
+    os.chdir("absa-companion")          # the parameters' relative folders are the checkout's
+if keep_runs_on_drive and not os.path.islink("executed"):
+    from google.colab import drive
+    drive.mount("/content/drive")
+    os.makedirs("/content/drive/MyDrive/absa-companion/executed", exist_ok=True)
+    os.symlink("/content/drive/MyDrive/absa-companion/executed", "executed")
+
 # %% tags=["parameters"]
 from typing import Optional  # papermill reads Optional[int], not int | None
 
@@ -154,7 +184,8 @@ for layer in components:
     assert layer["a_hat"].min() >= -1 and layer["a_hat"].max() <= 2
     assert torch.allclose(layer["a_hat"], layer["a_self"] + layer["lambda_a"] * layer["a_quasi"], atol=1e-6)
 valid = batch["attention_mask"][:, None, :].bool()
-print("row sums of Â (first layer, first head):", components[0]["a_hat"][0, 0].sum(-1)[valid[0, 0]].tolist())
+sums = components[0]["a_hat"][0, 0].sum(-1)[valid[0, 0]].tolist()   # layer 0, head 0; decimals vary by CPU
+print("row sums of Â (first layer, first head), rounded:", [round(s) for s in sums])
 
 # the paper preset at its own initialisation (σ = 10⁻³): λ_A near 0, rows of Â off 1 by about λ_A·n/2
 paper_qacg = build_model("qacg-bert", backbone=backbone, **SENTIHOOD, preset="paper").eval()
@@ -162,8 +193,8 @@ fresh = extract_components(paper_qacg, batch)
 lambda_a = max(layer["lambda_a"].abs().max().item() for layer in fresh)
 row_gap = max((layer["a_hat"].sum(-1) - 1)[valid.expand_as(layer["a_hat"][..., 0])].abs().max().item()
               for layer in fresh)
-print(f"paper preset at initialisation, {valid[0, 0].sum().item()} tokens: max |λ_A| = {lambda_a:.4f}, "
-      f"max |row sum of Â − 1| = {row_gap:.4f}")
+print(f"paper preset at initialisation, {valid[0, 0].sum().item()} tokens: max |λ_A| = {lambda_a:.3f}, "
+      f"max |row sum of Â − 1| = {row_gap:.3f}")
 
 # %% [markdown]
 # ## 2. Training (or loading) QACG-BERT and the baselines

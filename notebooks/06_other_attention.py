@@ -46,6 +46,36 @@
 # (set them, or run `bash run_all.sh PROFILE`); `setup` prints every value that differs from the
 # profile named, and the manifest lists them.
 
+# %%
+# Colab, or any Jupyter kernel without the companion: clone it and install it with its backbone,
+# leaving the kernel's own packages as they are (scripts/colab_install.py); nothing happens where
+# `import absa_lib` works. On Colab, keep_runs_on_drive = True keeps the runs, tables and figures
+# (executed/) on Google Drive, where a new runtime finds them and resumes unfinished runs.
+keep_runs_on_drive = False
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("absa_lib") is None:
+    _repository = os.environ.get("ABSA_REPOSITORY") or ""   # absa_lib/_version.py
+    if not os.path.isdir("absa-companion"):
+        if not _repository:
+            raise RuntimeError("absa_lib is not installed and the companion's address is not declared: set "
+                               "os.environ['ABSA_REPOSITORY'] to its git address, or clone it here as absa-companion/")
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", _repository, "absa-companion"], check=True)
+    _done = subprocess.run([sys.executable, "absa-companion/scripts/colab_install.py"], capture_output=True, text=True)
+    print(_done.stdout + _done.stderr)                # a kernel does not show a child's output by itself
+    if _done.returncode:
+        raise RuntimeError("the companion could not be installed: the lines above say why")
+    importlib.invalidate_caches()
+    os.chdir("absa-companion")          # the parameters' relative folders are the checkout's
+if keep_runs_on_drive and not os.path.islink("executed"):
+    from google.colab import drive
+    drive.mount("/content/drive")
+    os.makedirs("/content/drive/MyDrive/absa-companion/executed", exist_ok=True)
+    os.symlink("/content/drive/MyDrive/absa-companion/executed", "executed")
+
 # %% tags=["parameters"]
 from typing import Optional  # papermill reads Optional[int], not int | None
 

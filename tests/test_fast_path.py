@@ -80,15 +80,31 @@ def test_predict_probs_is_in_input_order_whatever_the_batching():
 
 
 def test_auto_precision_resolves_by_device(monkeypatch):
-    cpu = torch.device("cpu")
+    """bf16 only where it is native; fp16 on a GPU without bf16 units (a T4), never emulated bf16."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
     monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: False)
     assert DV.resolve_precision("auto", cpu) == "fp32"
     monkeypatch.setattr(DV, "cpu_has_native_bf16", lambda: True)
     assert DV.resolve_precision("auto", cpu) == "bf16"
-    assert DV.resolve_precision("auto", torch.device("cuda")) == "bf16"
-    assert DV.resolve_precision("fp32", torch.device("cuda")) == "fp32"
-    with pytest.raises(AbsaError, match="precision='fp16'"):
-        DV.resolve_precision("fp16", cpu)
+    asked = []
+    for native, expected in ((True, "bf16"), (False, "fp16")):          # an H100; a T4
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported",
+                            lambda including_emulation=True, native=native: asked.append(including_emulation) or native)
+        assert DV.resolve_precision("auto", cuda) == expected
+    assert asked == [False, False]                     # native units asked for, not emulation
+    assert DV.resolve_precision("fp32", cuda) == "fp32" and DV.resolve_precision("fp16", cpu) == "fp16"
+    with pytest.raises(AbsaError, match="precision='fp8'"):
+        DV.resolve_precision("fp8", cpu)
+
+
+def test_fp16_autocasts_to_float16_and_scales_the_loss_only_under_fp16():
+    cpu = torch.device("cpu")
+    with DV.autocast(cpu, "fp16"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float16
+    with DV.autocast(cpu, "fp32"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+    assert DV.grad_scaler(cpu, "fp16").is_enabled()
+    assert not DV.grad_scaler(cpu, "bf16").is_enabled() and not DV.grad_scaler(cpu, "fp32").is_enabled()
 
 
 def test_bf16_inference_close_to_fp32_and_gates_stay_fp32():

@@ -9,6 +9,8 @@ repository's results/ or figures/ (the last test checks it).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -59,8 +61,8 @@ def smoke(tmp_path_factory):
 
 def execute(notebook: Path, out: Path, parameters: dict) -> nbformat.NotebookNode:
     """Run ``notebook`` with papermill, given the profile's values of the parameters it declares (as
-    run_all.sh does: a name it does not declare is refused in its first cell); a failing cell fails the
-    test naming the notebook and cell."""
+    run_all.sh does; ``test_papermill_runs_a_notebook_with_a_whole_profile_file`` gives one all of them);
+    a failing cell fails the test naming the notebook and cell."""
     from absa_lib.harness.profiles import notebook_parameters
 
     declared = {name for name, notebooks in notebook_parameters().items() if notebook.stem in notebooks}
@@ -151,3 +153,21 @@ def test_a_failing_cell_names_the_notebook(tmp_path):
 
 def test_the_repository_outputs_were_not_touched(smoke):
     assert _snapshot() == smoke["before"]
+
+
+def test_papermill_runs_a_notebook_with_a_whole_profile_file(tmp_path):
+    """``papermill NB out -f params/smoke.yaml`` as a user types it, with ``-p`` on top (the folders, so
+    that nothing is written into the checkout): the notebook skips the other notebooks' parameters in
+    one line and runs. 01_data, the cheapest: it trains nothing."""
+    folders = [arg for name in ("results_dir", "figures_dir", "runs_dir") for arg in ("-p", name, str(tmp_path / name))]
+    done = subprocess.run([sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "01_data.ipynb"),
+                           str(tmp_path / "out.ipynb"), "-f", str(ROOT / "params" / "smoke.yaml"), *folders,
+                           "-k", "python3", "--cwd", str(ROOT / "notebooks"), "--no-progress-bar"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    text = "".join("".join(out.get("text", "")) for cell in nb["cells"] for out in cell.get("outputs", []))
+    skipped = [line for line in text.splitlines() if line.startswith("[profile] not parameters of 01_data, skipped")]
+    assert len(skipped) == 1 and "ablation_dataset" in skipped[0] and "backbone" not in skipped[0], skipped
+    assert "IProgress" not in text and "TqdmWarning" not in text
+    assert (tmp_path / "results_dir" / "data_statistics.csv").is_file()

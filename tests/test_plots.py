@@ -72,14 +72,17 @@ def test_figure3_and_figure5_draw_one_row_per_context():
     assert [im.get_array().shape for im in images] == [(2, 4), (2, 3)]
     plt.close(fig)
     fig = plots.attention_rows(tokens, {"Â": [2.0, 1.0, 0.0, 1.0], "λ_A·A_quasi": [0.5, -1.0, 0.25, 0.0]})
-    arr = fig.axes[0].images[0].get_array()
-    assert np.allclose(arr, [[1.0, 0.5, 0.0, 0.5], [0.5, -1.0, 0.25, 0.0]])
-    assert fig.axes[0].images[0].get_clim() == (-1.0, 1.0)
+    mesh = fig.axes[0].collections[0]                                # seaborn's heat map: a QuadMesh
+    assert np.allclose(mesh.get_array(), [[1.0, 0.5, 0.0, 0.5], [0.5, -1.0, 0.25, 0.0]])
+    assert mesh.get_clim() == (-1.0, 1.0)
+    cells = ["1.00", "0.50", "0.00", "0.50", "0.50", "-1.00", "0.25", "0.00"]
+    assert [t.get_text() for t in fig.axes[0].texts] == cells         # every cell says its value
+    assert fig.axes[0].yaxis_inverted()                                # the first row on top
     # each row is normalised alone, so its label says by how much: a tiny row must not pass for a big one
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Â\nmax |·| 2", "λ_A·A_quasi\nmax |·| 1"]
     plt.close(fig)
     fig = plots.attention_rows(tokens, {"Â": [2.0, 1.0, 0.0, 1.0], "λ_A·A_quasi": [-0.0231, -0.0231, -0.0231, -0.0231]})
-    assert np.allclose(fig.axes[0].images[0].get_array()[1], -1.0)
+    assert np.allclose(fig.axes[0].collections[0].get_array()[1], -1.0)
     assert fig.axes[0].get_yticklabels()[1].get_text() == "λ_A·A_quasi\nmax |·| 0.0231"
     plt.close(fig)
 

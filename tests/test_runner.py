@@ -170,7 +170,7 @@ def test_stopping_the_grid_stops_the_runs_it_started(tmp_path):
     finally:
         grid.kill()
     assert grid.returncode == 143, out
-    assert "stopped" in out and "resumes from its last finished epoch" in out, out
+    assert "stopped" in out and "it saved its resume state at the batch it had reached" in out, out
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)                                   # gone, and reaped by the grid
     with exclusive_lock(lock, "busy"):

@@ -328,3 +328,57 @@ def test_a_name_the_notebook_does_not_declare_is_refused_naming_those_it_does(tm
     with pytest.raises(AbsaError, match=r"^03_qacg_bert: no parameter 'seed' \(did you mean 'seeds'\?\); its "
                                         r"parameters: profile, seeds, epochs$"):
         session.setup("03_qacg_bert", namespace)
+
+
+NOTEBOOKS = sorted((repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def papermill_namespace(notebook, profile_file, out, **p) -> dict:
+    """A notebook's globals as papermill leaves them for its setup cell under ``-f profile_file`` (and
+    ``-p NAME VALUE`` for each of ``p``): papermill prepares the notebook (its copy into ``out``), then
+    its parameters cell runs, and the cell papermill injected after it."""
+    import papermill as pm
+    from papermill.iorw import read_yaml_file
+
+    nb = pm.execute_notebook(str(notebook), str(out), parameters={**read_yaml_file(str(profile_file)), **p},
+                             kernel_name="python3", prepare_only=True, progress_bar=False)
+    namespace = {}
+    for cell in nb.cells:
+        if {"parameters", "injected-parameters"} & set(cell.metadata.get("tags", [])):
+            exec(compile(cell.source, str(notebook), "exec"), namespace)   # noqa: S102
+    return namespace
+
+
+@pytest.fixture
+def quiet_setup(tmp_path, monkeypatch):
+    """setup() without touching the machine: no data check, torch's threads kept, folders in tmp_path."""
+    monkeypatch.setattr(session, "ensure_data", lambda data_dir: None)
+    monkeypatch.setattr(session, "set_threads", lambda n: None)
+    monkeypatch.setattr(session, "resolve_dir", lambda path, create=True: tmp_path / str(path).replace("/", "_"))
+
+
+@pytest.mark.parametrize("profile", profiles.PROFILES)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_takes_a_whole_profile_file_as_papermill_f_gives_it(notebook, profile, quiet_setup, capsys,
+                                                                           tmp_path):
+    """papermill NB out -f params/PROFILE.yaml injects every notebook's parameters: the notebook takes
+    its own and skips the others in one line."""
+    values = profiles.load_profile(profile)
+    declared = {name for name, nbs in profiles.notebook_parameters().items() if notebook.stem in nbs}
+    nb = session.setup(notebook.stem, papermill_namespace(notebook, profiles.profile_path(profile), tmp_path / "out.ipynb"))
+    assert nb.params == {k: v for k, v in values.items() if k in declared} and nb.changed == []
+    skipped = [line for line in capsys.readouterr().out.splitlines() if "skipped" in line]
+    others = sorted(set(values) - declared)
+    assert skipped == ([f"[profile] not parameters of {notebook.stem}, skipped (a profile holds every notebook's): "
+                        + ", ".join(others)] if others else [])
+
+
+def test_with_a_profile_file_p_still_changes_a_parameter_and_a_typo_is_still_refused(quiet_setup, capsys,
+                                                                                       tmp_path):
+    notebook = repo_root() / "notebooks" / "03_qacg_bert.ipynb"
+    smoke = profiles.profile_path("smoke")
+    nb = session.setup("03_qacg_bert", papermill_namespace(notebook, smoke, tmp_path / "out.ipynb", epochs=2))
+    assert nb.params["epochs"] == 2 and nb.changed == ["epochs"]
+    assert "changed parameters: epochs=2 (profile: 1)" in capsys.readouterr().out
+    with pytest.raises(AbsaError, match=r"^03_qacg_bert: no parameter 'seed' \(did you mean 'seeds'\?\)"):
+        session.setup("03_qacg_bert", papermill_namespace(notebook, smoke, tmp_path / "out.ipynb", seed=7))

@@ -133,22 +133,28 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
     np.testing.assert_array_equal(a, b)
 
 
+def dies_at_step(monkeypatch, step: int) -> dict:
+    """Training stops (KeyboardInterrupt) at its ``step``-th batch; the count, ``{"n": ...}``, is returned
+    so that a test can move it past ``step`` for the resumed run."""
+    calls, real = {"n": 0}, training._step_loss
+
+    def dies(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == step:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "_step_loss", dies)
+    return calls
+
+
 def test_an_epoch_interrupted_midway_resumes_at_its_batch_and_ends_as_an_uninterrupted_run(
         first_run, tmp_path, monkeypatch, capsys, small):
     """With the resume state saved inside the epoch (here after every batch), a run killed in epoch 2's
     third batch resumes at that batch and writes the records an uninterrupted run writes."""
     every_batch = runs.Launch(checkpoint_seconds=0)
     per_epoch = len(splits.epoch_batches(small(), [None] * first_run.config["n_train_inputs"], 1))
-    calls = {"n": 0}
-    real = training._step_loss
-
-    def dies_in_epoch_two(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == per_epoch + 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(training, "_step_loss", dies_in_epoch_two)
+    calls = dies_at_step(monkeypatch, per_epoch + 3)
     with pytest.raises(KeyboardInterrupt):
         training.train(small(), runs_dir=tmp_path, progress=False, launch=every_batch)
     last = tmp_path / "sentihood" / "qacg-bert" / first_run.run_id / "checkpoints" / "last"
@@ -161,6 +167,34 @@ def test_an_epoch_interrupted_midway_resumes_at_its_batch_and_ends_as_an_uninter
     assert calls["n"] + 10**6 == per_epoch - 2          # epoch 1 and epoch 2's first two batches were not redone
     assert timeless(resumed.metrics) == timeless(first_run.metrics)
     assert not last.exists()                            # finished: the resume state is gone
+
+
+def test_fp16_steps_through_the_loss_scaler_and_a_resume_restores_its_scale(tmp_path, monkeypatch, small):
+    """fp16 (what ``auto`` picks on a T4): a scale so large that the first gradients overflow makes the
+    scaler skip those steps and halve the scale; the scale is part of the resume state, and a run stopped
+    inside epoch 2 resumes to the records of the run that was not stopped."""
+    import torch
+
+    huge = 2.0 ** 20                                 # the first four steps overflow, the next eight train
+    monkeypatch.setattr(training, "grad_scaler", lambda device, precision: torch.amp.GradScaler(
+        device.type, init_scale=huge, enabled=precision == "fp16"))
+    config = small(precision="fp16")
+    whole = training.train(config, runs_dir=tmp_path / "whole", progress=False, launch=runs.Launch(keep_last=True))
+    state = json.loads((whole.path / "checkpoints" / "last" / "trainer_state.json").read_text())
+    assert whole.config["precision"] == "fp16" and state["grad_scaler"]["scale"] < huge   # overflowed steps halved it
+    assert all(np.isfinite(row["train_loss"]) for row in whole.metrics["epochs"])
+
+    every_batch = runs.Launch(checkpoint_seconds=0)
+    per_epoch = len(splits.epoch_batches(config, [None] * whole.config["n_train_inputs"], 1))
+    calls = dies_at_step(monkeypatch, per_epoch + 3)                # epoch 2's third batch
+    with pytest.raises(KeyboardInterrupt):
+        training.train(config, runs_dir=tmp_path / "stopped", progress=False, launch=every_batch)
+    last = tmp_path / "stopped" / "sentihood" / "qacg-bert" / whole.run_id / "checkpoints" / "last"
+    saved = json.loads((last / "trainer_state.json").read_text())["grad_scaler"]
+    assert saved["scale"] < huge
+    calls["n"] = -10**6
+    resumed = training.train(config, runs_dir=tmp_path / "stopped", progress=False, launch=every_batch)
+    assert timeless(resumed.metrics) == timeless(whole.metrics)
 
 
 def test_the_seconds_between_saves_inside_an_epoch_are_checked():

@@ -1,14 +1,18 @@
 """``absa train``: train (or fetch from the cache, or resume) one run and print where it lives.
 
 Its options are :class:`~absa_lib.training.config.TrainConfig`'s fields, read from their one
-declaration (default, help, type), so a new field is a new option without an edit here.
+declaration (default, help, type), so a new field is a new option without an edit here. SIGTERM
+(``kill``, the grid, a scheduler) stops a run at the end of its batch, its resume state saved there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
+import signal
+import threading
 from pathlib import Path
 
 from absa_lib.commands import DATA_DIR_HELP, RUNS_DIR_HELP, parse_overrides, print_json
@@ -86,14 +90,32 @@ def config_from_args(args: argparse.Namespace):
     return TrainConfig(**given)
 
 
+@contextlib.contextmanager
+def _sigterm_stops(stop: threading.Event):
+    """SIGTERM (``kill``, a grid stopping its runs, a scheduler) sets ``stop``: the loop saves the resume
+    state at the end of the batch it is in and the run ends there (exit 143), to resume at that batch.
+    A second SIGTERM changes nothing (a scheduler's and then the grid's reach a run one after the
+    other); ``kill -9`` ends it at once."""
+    if threading.current_thread() is not threading.main_thread():     # signals: main thread only
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def run(args: argparse.Namespace) -> int:
     from absa_lib.reports.plots import save_run_curve
     from absa_lib.training.loop import train
     from absa_lib.training.runs import Launch, folder_megabytes
 
     config = config_from_args(args)
-    result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet,
-                   launch=Launch.from_environ())
+    launch = Launch.from_environ()
+    with _sigterm_stops(launch.stop):
+        result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet,
+                       launch=launch)
     if not result.cached:
         save_run_curve(result)
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,

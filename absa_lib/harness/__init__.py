@@ -11,4 +11,5 @@
                      parameters, its line, its error, its readable copy; the manifest
     default_profile  the profile run_all.sh runs when none is named, and why
     manifest         the checksums of every output a notebook wrote
+    colab            the notebooks' install cell and "Open in Colab" links, from the declared address
 """

@@ -1,13 +1,15 @@
 """Profiles: ``params/<name>.yaml`` holds one value per notebook parameter (papermill ``-f``).
 
 Each notebook declares, in its cell tagged ``parameters``, only the parameters it uses; a profile
-holds the union, so one file serves every notebook (papermill passes a notebook the names it does
-not declare, and they go unused). The notebooks are the one list of parameter names:
-:func:`notebook_parameters` reads them from the paired scripts.
+holds the union, so one file serves every notebook: ``papermill NB out -f params/cpu.yaml`` passes a
+notebook the names it does not declare as well (papermill warns of each), and the notebook's
+:func:`~absa_lib.harness.session.setup` skips those in one line; ``run_all.sh`` gives each notebook
+only its own. The notebooks are the one list of parameter names: :func:`notebook_parameters` reads
+them from the paired scripts.
 
     python -m absa_lib.harness.profiles params/cpu.yaml OUT.yaml [-p NAME VALUE ...]
 
-writes ``params/cpu.yaml`` with the changes applied to ``OUT.yaml``, which the grid runner and every
+writes ``params/cpu.yaml``, with the changes applied, to ``OUT.yaml``, which the grid runner and every
 notebook then read, so they train the same runs. A name that no notebook declares, or an argument
 other than ``-p NAME VALUE``, is an error before anything runs (a typo never passes silently).
 Values are read as YAML: ``3``, ``true``, ``[42, 43]``, ``'{"group_by_length": true}'``.

@@ -334,8 +334,10 @@ def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
 # ------------------------------------------------------------------------------------------- the driver
 
 # what every step the driver starts shares: the seeds of hashing, cuBLAS's deterministic workspace, no
-# tokenizer threads; and, under every profile but paper (whose backbone may come from the hub), no hub
-OWN_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
+# tokenizer threads, training progress as lines (its output goes to a log; absa_lib.training.progress);
+# and, under every profile but paper (whose backbone may come from the hub), no hub
+OWN_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false",
+           "ABSA_PROGRESS": "lines"}
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 NOTEBOOK_MODES = ("papermill", "scripts")                  # how the notebooks run (ABSA_NOTEBOOKS)
 GRID_PROGRESS = re.compile(r"runs done, [0-9]+ left")      # the grid's line per finished run

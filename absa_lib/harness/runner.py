@@ -2,8 +2,9 @@
 
 A profile (``params/<name>.yaml``) defines a grid of runs: the table rows of both datasets (every
 seed), the ablations, and the other attention systems (notebook 06). Each grid *cell* is one run, i.e. one ``absa train`` command, so cells can
-run anywhere: here as a queue of processes, or as a cluster array job (``--cell K``). The notebooks
-then find the finished runs in the run cache and train only what is missing.
+run anywhere: here as a queue of processes, or as a cluster array job (``--cell N``, or ``--chunk K
+--task I``: K cells per task, side by side; scripts/slurm_grid.sh). The notebooks then find the
+finished runs in the run cache and train only what is missing.
 
 - CPU: a queue served by one single-threaded process per core (at most 4; ``workers`` to change):
   a small model uses one core each better than several cores together, and evaluation and data
@@ -11,7 +12,7 @@ then find the finished runs in the run cache and train only what is missing.
 - One or more GPUs: ``workers`` concurrent processes per visible GPU. A MiniLM-size run is bound
   by kernel launches and leaves most of a large GPU idle, so several runs share one.
 
-Finished runs are skipped (the cache), interrupted ones resume from their last epoch, and a run that
+Finished runs are skipped (the cache), interrupted ones resume from their last save, and a run that
 another process is training is waited for (``--busy wait``, the default) or reported busy
 (``--busy skip``: an array job resubmitted while its first tasks still train). Each cell
 prints one line when it starts and one when it ends; the summary (per run: status, wall time,
@@ -29,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from absa_lib.errors import AbsaError, RunBusy
+from absa_lib.errors import AbsaError, RunBusy, RunStopped
 from absa_lib.fileio import atomic_write_json, lock_holder, read_json
 from absa_lib.harness.ablations import ABLATIONS
 from absa_lib.harness.grid import export_records, make_configs, other_attention_specs, table_specs, train_base
@@ -279,9 +280,10 @@ def _launch(cell: Cell, runs_dir: Path, data_dir: str | None, slot: str | None, 
 
 
 def _stop(running: dict, log, grace: float = 30.0) -> None:
-    """Terminate the runs still training (SIGTERM, then SIGKILL after ``grace`` seconds). Each resumes
-    from its last finished epoch when the grid runs again; left running, it would go on writing its
-    run folder beside the next grid's process for the same run."""
+    """Terminate the runs still training (SIGTERM, then SIGKILL after ``grace`` seconds). On SIGTERM a
+    run saves its resume state at the end of the batch it is in (a run in its evaluation first ends
+    that), so it resumes there when the grid runs again; one killed after ``grace`` resumes from its last
+    save. Left running, it would go on writing its run folder beside the next grid's process."""
     if not running:
         return
     for proc in running:
@@ -294,8 +296,15 @@ def _stop(running: dict, log, grace: float = 30.0) -> None:
             proc.kill()
             proc.wait()
         fh.close()
-        log(f"[grid] {cell.config.dataset} {cell.label} seed {cell.config.seed}: stopped "
-            f"({path.name}); it resumes from its last finished epoch when the grid runs again")
+        if proc.returncode == 0:
+            how = "it finished meanwhile"
+        elif proc.returncode == RunStopped.exit_code:
+            how = "it saved its resume state at the batch it had reached and resumes there when the grid runs again"
+        else:                                  # killed after the grace, or stopped before it could save
+            why = f"killed after {grace:.0f} s" if proc.returncode == -9 else f"exit {proc.returncode}"
+            how = (f"{why}, unsaved: it resumes from its last save (at most ABSA_CHECKPOINT_SECONDS of training "
+                   "before) when the grid runs again")
+        log(f"[grid] {cell.config.dataset} {cell.label} seed {cell.config.seed}: stopped ({path.name}); {how}")
     running.clear()
 
 

@@ -25,8 +25,9 @@ from absa_lib.data.download import download, verify
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.harness import manifest
+from absa_lib.harness.colab import INSTALL_CELL_NAMES
 from absa_lib.harness.grid import train_base
-from absa_lib.harness.profiles import check_profile, check_values
+from absa_lib.harness.profiles import check_profile, check_values, notebook_parameters
 from absa_lib.paths import repo_root
 from absa_lib.training.config import epochs_text
 from absa_lib.training.runs import marked_complete
@@ -73,9 +74,11 @@ def setup(notebook: str, namespace: dict) -> Session:
     """The session of ``notebook``, from the parameters annotated in ``namespace`` (its ``globals()``),
     with the benchmark files checked (downloaded when missing), so a notebook also runs on its own.
 
-    A name given to the notebook that its parameters cell does not declare (papermill's ``-p seed 7``
-    for ``seeds``, which papermill only warns about) is refused, naming the declared ones; in Jupyter
-    every :class:`~absa_lib.errors.AbsaError` from here on shows as its one line, not a traceback."""
+    A profile file holds every notebook's parameters, so ``papermill NB out -f params/cpu.yaml`` also
+    gives a notebook those it does not declare: they are skipped (left unused), in one line naming
+    them. Any other name given to the notebook (papermill's ``-p seed 7`` for ``seeds``,
+    which papermill only warns about) is refused, naming the declared ones; in Jupyter every
+    :class:`~absa_lib.errors.AbsaError` from here on shows as its one line, not a traceback."""
     one_line_errors()
     params = {name: namespace[name] for name in namespace.get("__annotations__", {})}
     if "profile" not in params:
@@ -83,6 +86,12 @@ def setup(notebook: str, namespace: dict) -> Session:
     unknown = sorted(name for name, value in namespace.items()
                      if name not in params and not name.startswith("_") and name not in _SHELL_NAMES
                      and isinstance(value, (str, int, float, bool, list, dict, type(None))))
+    known = _profile_keys() if unknown else set()
+    others = [name for name in unknown if name in known]             # other notebooks' parameters: unused
+    if others:
+        print(f"[profile] not parameters of {notebook}, skipped (a profile holds every notebook's): "
+              + ", ".join(others))
+        unknown = [name for name in unknown if name not in known]
     if unknown:
         close = difflib.get_close_matches(unknown[0], params, n=1)
         raise AbsaError(f"{notebook}: no parameter {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
@@ -111,7 +120,16 @@ def setup(notebook: str, namespace: dict) -> Session:
     return Session(notebook, params, dirs, data_dir, changed=changed)
 
 
-_SHELL_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}   # what IPython puts in a notebook's globals
+# what IPython puts in a notebook's globals, and the install cell's switch (absa_lib.harness.colab)
+_SHELL_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open", *INSTALL_CELL_NAMES}
+
+
+def _profile_keys() -> set[str]:
+    """The parameter names of all the notebooks, which a profile file holds (none outside a checkout)."""
+    try:
+        return set(notebook_parameters())
+    except AbsaError:
+        return set()
 
 
 def one_line_errors() -> None:

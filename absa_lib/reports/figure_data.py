@@ -248,16 +248,18 @@ def attention_comparison(models: dict, tokenizer, example, max_length: int = 128
 
 
 def component_table(components: list[dict]) -> pd.DataFrame:
-    """Shape and range of every attention component of every layer (from ``extract_components``), to
-    three significant digits and six decimals: the digits beyond (and a sigmoid's tail of 1e-17) differ
-    between CPU instruction sets (a sum's order), and the table should read the same on every machine."""
+    """Shape and range of every attention component of every layer (from ``extract_components``): min
+    and max to two decimals, the mean to three. The digits beyond differ between CPU kernels (a sum's
+    order: up to 6e-5 by the sixth layer of notebook 03's model, and a sigmoid's tail of 1e-17), and
+    the table should read the same on every machine; three significant digits did not (a mean of
+    -0.006465 printed -0.00647 with torch's AVX2 and AVX-512 kernels, -0.00646 with its plain ones)."""
     rows = []
     for layer, comps in enumerate(components):
         for key, v in comps.items():
             v = v.float()
-            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape),
-                         **{name: float(f"{round(float(x), 6):.3g}") + 0.0 for name, x in (("min", v.min()), ("max", v.max()),
-                                                                          ("mean", v.mean()))}})
+            rows.append({"layer": layer, "component": key, "shape": tuple(v.shape),      # + 0.0: no -0.0
+                         "min": round(float(v.min()), 2) + 0.0, "max": round(float(v.max()), 2) + 0.0,
+                         "mean": round(float(v.mean()), 3) + 0.0})
     return pd.DataFrame(rows)
 
 

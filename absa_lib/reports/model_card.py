@@ -7,6 +7,14 @@ what the model is (model, preset, backbone and its fingerprint, run id), the dat
 terms are, the training budget and machine, the test metrics at the dev-selected epoch beside the
 test-selected ones (labelled), the paper's and the trivial floor, intended use and limits, and how to
 load it. ``from_pretrained`` of the folder works offline, as from the run's checkpoint.
+
+The folder is not a plain transformers model: each sentence is read with an auxiliary sentence and a
+context id per (target,) aspect, which ``absa_lib`` builds, and its model classes are ``absa_lib``'s.
+So the metadata names ``absa-companion`` as its library, no ``pipeline_tag`` and ``inference: false``
+(a transformers library or a text-classification tag would offer the hub's widget, ``pipeline()`` and
+snippets that fail), and the card's install words are the ones that work: the package is not on PyPI,
+so ``pip install "absa-companion @ git+REPOSITORY"`` once ``absa_lib._version.REPOSITORY`` is known,
+else ``pip install`` of a checkout. Its Python blocks are run as written by tests/test_explain.py.
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ from pathlib import Path
 
 import yaml
 
+from absa_lib import _version
 from absa_lib._version import __version__
 from absa_lib.data import datasets as D
 from absa_lib.data.download import file_sha256
+from absa_lib.data.inputs import B_VARIANTS
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes, atomic_write_json, new_dir_mode, new_file_mode
 from absa_lib.models import load_tokenizer
@@ -31,6 +41,7 @@ from absa_lib.reports.tables import budget_text, matches, metric_columns, trivia
 from absa_lib.training.runs import EXPORT_RECORD, Run, describe, device_name
 
 CARD = "README.md"
+LIBRARY = "absa-companion"   # the card's library_name: the package that loads the folder
 DATA = {   # where each benchmark comes from and whose terms apply (the files carry no licence of their own)
     "sentihood": ("SentiHood (Saeidi et al. 2016), as distributed by Sun et al. (2019), "
                   "https://github.com/HSLCY/ABSA-BERT-pair; no licence is given for the data: the original "
@@ -60,9 +71,11 @@ def card_text(run: Run, data_dir=None) -> str:
     trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES else {}
     name = f"{config['model']}-{dataset}"
     subset = config.get("max_eval_examples")
-    meta = {"library_name": "transformers", "language": ["en"], "license": "mit",
+    # not "transformers" (the hub assumes it of a folder with a config.json), no pipeline_tag, no widget:
+    # pipeline() and the hub's snippets cannot build the model's inputs (the module docstring)
+    meta = {"library_name": LIBRARY, "inference": False, "language": ["en"], "license": "mit",
             "tags": ["absa", "aspect-based-sentiment-analysis", "targeted-sentiment", config["model"], "absa_lib"],
-            "datasets": [dataset], "pipeline_tag": "text-classification",
+            "datasets": [dataset],
             "model-index": [] if subset else [{"name": name, "results": [{
                 "task": {"type": "text-classification", "name": "Targeted aspect-based sentiment analysis"},
                 "dataset": {"name": DATASET_NAMES.get(dataset, dataset), "type": dataset, "split": "test"},
@@ -112,20 +125,65 @@ def card_text(run: Run, data_dir=None) -> str:
               "It is not a general sentiment model and was not evaluated for fairness or on other domains.", ""]
     if config["backbone"] in BACKBONE_NOTE:
         lines += [BACKBONE_NOTE[config["backbone"]], ""]
-    sentence = {"sentihood": "LOCATION1 is lovely but pricey", "semeval": "The pasta was great but the waiter was rude"}
+    sentence = example_sentence(dataset)
+    shown = "p[\"target\"], " if D.targets_of(dataset) != (None,) else ""
     lines += ["## How to use", "",
-              "This folder is all it needs (offline): `pip install absa-companion`, then", "", "```python",
+              "It needs the companion's library, `absa_lib` (the package absa-companion, not on PyPI): the model "
+              "reads each sentence with an auxiliary sentence and a context id per "
+              + ("(target, aspect)" if shown else "aspect") + ", which `absa_lib` builds, so transformers alone "
+              "(its `pipeline()`, `trust_remote_code`, the hub's widget) does not run it. "
+              f"Install it (version {__version__} exported this folder):", "", "```bash", install_command(), "```", "",
+              "Then this folder is all it needs, offline: the weights, tokenizer and labels are here, and no "
+              "backbone is downloaded or installed.", "", "```python",
               "from absa_lib import predict_text", "",
-              f"predict_text(\"PATH\", \"{sentence.get(dataset, 'a review sentence')}\")   # PATH: this folder",
+              f"result = predict_text(\"PATH\", \"{sentence}\")   # PATH: this folder",
+              "for p in result[\"predictions\"]:",
+              f"    print({shown}p[\"aspect\"], p[\"label\"], p[\"probabilities\"])",
               "```", "",
-              f"or `absa predict --run PATH \"{sentence.get(dataset, 'a review sentence')}\"` (`--explain` says why, "
-              "word by word). Each prediction names its " + ("target, " if dataset != "semeval" else "")
+              f"or `absa predict --run PATH \"{sentence}\"` (`--explain` says why, word by word). Each prediction "
+              "names its " + ("target, " if shown else "")
               + "aspect, label and the probability of every label; `absa_export.json` holds the run record, the "
               "labels, what each context id stands for and every file's SHA-256, checked before use. From the hub: "
-              "`huggingface_hub.snapshot_download(\"REPO\")` gives the folder. The weights alone load with "
-              "`AutoModel.from_pretrained(PATH)` after `import absa_lib.models`; they need the context ids, "
-              "which `predict_text` builds.", ""]
+              "`huggingface_hub.snapshot_download(\"REPO\")` gives the folder.", "",
+              "The model alone, with transformers' Auto classes, once `import absa_lib.models` has registered "
+              "its classes with them:", "", "```python",
+              "import absa_lib.models  # registers the model type absa-bert with AutoConfig and AutoModel",
+              "from transformers import AutoModel, AutoTokenizer", "",
+              "model = AutoModel.from_pretrained(\"PATH\")   # absa_lib's model class, in eval mode",
+              "tokenizer = AutoTokenizer.from_pretrained(\"PATH\")",
+              "print(type(model).__name__, model.config.id2label)",
+              "```", "",
+              "Its forward takes `input_ids`, `attention_mask`, `token_type_ids` and `context_ids` (one per input; "
+              "`absa_export.json` says what each id stands for) and returns the logits"
+              + (f" (with the `{config['aux']}` input, one input per candidate label, whose logits say no / yes; "
+                 "`predict_text` pools them into one label)" if config["aux"] in B_VARIANTS else "")
+              + "; `predict_text` builds these inputs as the training did.", ""]
     return "\n".join(lines)
+
+
+def install_command(repository: str | None = None) -> str:
+    """The words that install the companion: from its public repository (``absa_lib._version.REPOSITORY``)
+    when it is known, else from a checkout; never from PyPI, where the package is not published."""
+    repository = _version.REPOSITORY if repository is None else repository
+    if repository:
+        return f'pip install "absa-companion @ git+{repository}"'
+    return "pip install path/to/absa-companion   # a checkout (git clone) of the companion; it is not on PyPI"
+
+
+def example_sentence(dataset: str) -> str:
+    """A sentence the card's example can predict: SentiHood's masks, a SemEval review, or one naming your
+    own dataset's first target (predict_text refuses a text that names none)."""
+    fixed = {"sentihood": "LOCATION1 is lovely but pricey", "semeval": "The pasta was great but the waiter was rude"}
+    if dataset in fixed:
+        return fixed[dataset]
+    target = D.targets_of(dataset)[0]
+    return f"The {target} is great" if target else "a review sentence"
+
+
+def output_names(config: dict) -> list[str]:
+    """The names of the model's outputs: the dataset's labels, or no / yes for a B input (NLI-B, QA-B),
+    which reads one input per candidate label (:func:`~absa_lib.data.inputs.pool_binary_scores`)."""
+    return ["no", "yes"] if config["aux"] in B_VARIANTS else list(D.LABELS[config["dataset"]])
 
 
 def context_map(dataset: str) -> dict[str, list]:
@@ -147,7 +205,8 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
     model = run.load_model("best")                       # verified: this run's, at its dev-selected epoch
     card = card_text(run, data_dir)
     dataset, labels = run.config["dataset"], list(D.LABELS[run.config["dataset"]])
-    model.config.id2label, model.config.label2id = dict(enumerate(labels)), {lab: i for i, lab in enumerate(labels)}
+    outputs = output_names(run.config)                   # what the classifier's outputs mean (sets num_labels)
+    model.config.id2label, model.config.label2id = dict(enumerate(outputs)), {lab: i for i, lab in enumerate(outputs)}
     ensure_writable(folder.parent, "give a folder you can write to")
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
     try:

@@ -24,6 +24,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
@@ -220,15 +221,14 @@ def attention_rows(tokens: list[str], rows: dict, title: str = "") -> Figure:
     scales = [float(np.abs(np.asarray(rows[k], dtype=float)).max(initial=0.0)) for k in labels]
     fig, axes = _new((max(5.0, 0.42 * len(tokens)) + 1.0, 0.9 + 0.45 * len(labels)))
     ax = axes[0][0]
-    image = ax.imshow(values, cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto")
-    for (i, j), v in np.ndenumerate(values):
-        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5,
-                color="white" if abs(v) > 0.6 else "black")
-    ax.set_xticks(range(len(tokens)), tokens, rotation=70, fontsize=7)
-    ax.set_yticks(range(len(labels)), [f"{k}\nmax |·| {m:.3g}" for k, m in zip(labels, scales, strict=True)],
-                  fontsize=8)
+    # seaborn writes each cell's value in black or white by the cell's luminance
+    sns.heatmap(values, ax=ax, cmap="RdBu_r", vmin=-1.0, vmax=1.0, annot=True, fmt=".2f",
+                annot_kws={"fontsize": 5}, xticklabels=tokens,
+                yticklabels=[f"{k}\nmax |·| {m:.3g}" for k, m in zip(labels, scales, strict=True)],
+                cbar_kws={"fraction": 0.02, "pad": 0.01, "label": "normalised by the row's max |·|"})
+    ax.tick_params(axis="x", labelrotation=70, labelsize=7)
+    ax.tick_params(axis="y", labelrotation=0, labelsize=8)
     ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="normalised by the row's max |·|")
     return fig
 
 

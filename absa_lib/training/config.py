@@ -124,8 +124,8 @@ class TrainConfig:
                           "runs; the tables' bert-single rows use it)", choices=("uniform", "balanced", "per-context"),
                           role="grid")
     eval_batch_size: int = _field(64, "default: %(default)s", check=_positive, expected=POSITIVE, role="budget")
-    precision: str = _field("auto", "auto (default: bf16 on CUDA and CPUs with native bf16, else fp32) | fp32 | "
-                            "bf16 (autocast); runs record the resolved value", choices=PRECISIONS, shown=(7, str))
+    precision: str = _field("auto", "auto (default: bf16 where native, fp16 on older GPUs, else fp32) | fp32 | "
+                            "bf16 | fp16 (autocast; fp16 with loss scaling); runs record the resolved value", choices=PRECISIONS, shown=(7, str))
     group_by_length: bool = _field(False, "batches of inputs of similar length (less padding, the same examples "
                                    "per epoch; part of the run's identity)", check=lambda v: isinstance(v, bool),
                                    expected="true or false",
@@ -319,7 +319,7 @@ def config_from_record(record, source: Path) -> TrainConfig:
 
 
 def resolved(config: TrainConfig) -> TrainConfig:
-    """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16`` or ``fp32``) and
+    """``config`` with ``precision`` resolved for this machine (``auto`` -> ``bf16``, ``fp16`` or ``fp32``) and
     a local backbone folder as an absolute path (a run does not depend on the working directory)."""
 
     if config.backbone not in BACKBONES:

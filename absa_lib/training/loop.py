@@ -26,8 +26,8 @@ import torch
 from absa_lib.data import datasets as D
 from absa_lib.data.features import Encoded, batches
 from absa_lib.data.inputs import model_sizes
-from absa_lib.device import autocast, compiled, default_device, pad_multiple
-from absa_lib.errors import AbsaError, one_line
+from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad_multiple
+from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
 from absa_lib.fileio import atomic_write_json
@@ -35,12 +35,12 @@ from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
 from absa_lib.training.optim import build_optimizer, lr_factor
+from absa_lib.training.progress import EpochProgress
 from absa_lib.training.recorder import EpochRecorder
 from absa_lib.training.runs import (
     Launch,
     Run,
     claimed_run_folder,
-    duration_text,
     env_record,
     load_run,
     marked_complete,
@@ -105,6 +105,7 @@ class _Session:
     model: torch.nn.Module
     step_model: torch.nn.Module                          # ``model``, or its compiled wrapper
     optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler                         # fp16's loss scaling (a pass-through otherwise)
     device: torch.device
     pad_id: int
     pad_to: int                                          # batches padded to a multiple of it (compiled steps)
@@ -135,16 +136,18 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
                                none_label=D.none_id(config.dataset),
                                **config.model_overrides).to(device)
     optimizer = build_optimizer(model, config)
+    scaler = grad_scaler(device, config.precision)
     record = run_record(config, len(train_ex), len(train_enc), len(splits["dev"][0]), len(splits["test"][0]))
     atomic_write_json(path / "config.json", record)
     books = EpochRecorder.open(path=path, run_id=record["run_id"], dataset=config.dataset,
                                sel_metric=selection_metric(config.dataset), launch=launch, model=model,
-                               optimizer=optimizer, examples={s: examples for s, (examples, _) in splits.items()})
+                               optimizer=optimizer, scaler=scaler,
+                               examples={s: examples for s, (examples, _) in splits.items()})
     atomic_write_json(path / "env.json", env_record(path / "env.json", books.epoch))
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     routing = step_routing(config.model, config.sampler)                  # bert-single: its K classifiers routed
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),
-                    optimizer=optimizer, device=device, pad_id=tokenizer.pad_token_id or 0,
+                    optimizer=optimizer, scaler=scaler, device=device, pad_id=tokenizer.pad_token_id or 0,
                     pad_to=pad_multiple(config.compile, routing, config.max_length), train_enc=train_enc,
                     splits=splits, total_steps=steps_per_epoch * config.epochs, launch=launch, books=books)
 
@@ -152,32 +155,43 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
 def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     """One pass over the epoch's batches (learning rate set per step); returns the epoch's row. Every
     ``launch.checkpoint_seconds`` the resume state is saved inside the epoch too (the batches done,
-    their losses, the RNG state), and an epoch begun before an interruption continues where it was."""
+    their losses, the RNG state), and an epoch begun before an interruption continues where it was. Once
+    ``launch.stop`` is set (SIGTERM to ``absa train``) it saves at the end of the batch and raises
+    :class:`~absa_lib.errors.RunStopped`."""
     config, books = s.config, s.books
     s.model.train()
     order = epoch_batches(config, s.train_enc, epoch)
     begun = books.begin_epoch(epoch)
     done, losses = begun["batches"], [torch.tensor(x) for x in begun["losses"]]
     t0 = saved = time.time()
-    bar = _Progress(progress, s, epoch, len(order), done)
+    bar = EpochProgress(progress, s, epoch, len(order), done)
     for i, (_, batch) in enumerate(batches(s.train_enc, order[done:], s.pad_id, s.pad_to), start=done + 1):
         factor = lr_factor(books.step, s.total_steps, config.warmup, config.schedule)
         for group in s.optimizer.param_groups:
             group["lr"] = group["base_lr"] * factor
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
-        loss.backward()
+        s.scaler.scale(loss).backward()           # fp16: the loss scaled up, so small gradients do not underflow
         skip_absent_contexts(s.step_model, s.model, batch.get("context_ids"))   # bert-single, mixed batches
+        s.scaler.unscale_(s.optimizer)            # the true gradients, before they are clipped
         torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)
-        s.optimizer.step()
+        s.scaler.step(s.optimizer)                # fp16: skipped when a gradient overflowed
+        s.scaler.update()
         s.optimizer.zero_grad(set_to_none=True)
         books.step += 1
         losses.append(loss.detach().clone())      # no host sync per step (clone: CUDA graphs reuse outputs)
         bar.update(losses[-1])
-        if s.launch.keep_resume_state and i < len(order) and time.time() - saved >= s.launch.checkpoint_seconds:
+        stop = s.launch.stop.is_set()             # SIGTERM to `absa train`: save here, then end
+        due = i < len(order) and time.time() - saved >= s.launch.checkpoint_seconds
+        if s.launch.keep_resume_state and (stop or due):
             books.save_within_epoch(s.model, s.optimizer, {"epoch": epoch, "batches": i, "losses": [
                 float(x) for x in losses], "seconds": begun["seconds"] + time.time() - t0})
             saved = time.time()
+        if stop:
+            bar.close()
+            raise RunStopped(f"{s.path}: stopped at batch {i} of {len(order)} in epoch {epoch}; " + (
+                "its resume state is saved there: the same command resumes it" if s.launch.keep_resume_state
+                else "ABSA_RESUME_STATE=0 saves no resume state: it trains again from epoch 1"))
     bar.close()
     loss = float(np.mean(torch.stack(losses).tolist())) if losses else float("nan")
     return {"epoch": epoch, "train_loss": loss, "seconds": begun["seconds"] + time.time() - t0}
@@ -240,55 +254,4 @@ def _compiled_graphs(config: TrainConfig) -> str:
     from torch._dynamo.utils import counters
 
     return f"; {counters['stats']['unique_graphs']} graphs compiled in this process"
-
-
-class _Progress:
-    """What a person waiting sees: on a terminal a bar per epoch (examples, examples/s, time left in the
-    epoch); otherwise a line at most every :data:`LOG_SECONDS` and at the epoch's end. Both say, once
-    the first :data:`SPEED_BATCHES` batches have run, how long the whole run will take at that speed."""
-
-    LOG_SECONDS = 60.0
-    SPEED_BATCHES = 20
-
-    def __init__(self, enabled: bool, s: _Session, epoch: int, total: int, done: int = 0):
-        self.enabled, self.tty = enabled, enabled and sys.stderr.isatty()
-        self.s, self.total, self.n, self.first = s, total, done, done
-        self.desc = f"epoch {epoch}/{s.config.epochs}"
-        self.t0 = self.logged = time.time()
-        self.estimated = s.estimate_said                              # said once per process
-        if self.tty:
-            from tqdm.auto import tqdm
-            self.bar = tqdm(total=total * s.config.batch_size, initial=done * s.config.batch_size, desc=self.desc,
-                            unit="ex", leave=False)
-
-    def _say(self, line: str) -> None:
-        if self.tty:
-            self.bar.write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    def update(self, loss: torch.Tensor) -> None:
-        """One step done; ``loss`` is read (a host sync) only when it is shown."""
-        self.n += 1
-        if not self.enabled:
-            return
-        now, batch = time.time(), self.s.config.batch_size
-        per_batch = (now - self.t0) / (self.n - self.first)
-        if not self.estimated and self.n - self.first >= min(self.SPEED_BATCHES, self.total - self.first):
-            self.estimated = self.s.estimate_said = True
-            left = (self.s.total_steps - self.s.books.step) * per_batch
-            self._say(f"[absa] {batch / per_batch:.1f} examples/s over the first {self.n - self.first} batches: "
-                      f"the run's {self.s.total_steps - self.s.books.step:,} batches left take about "
-                      f"{duration_text(left)} at this speed, plus evaluation after each epoch")
-        if self.tty:
-            self.bar.update(batch)
-            self.bar.set_postfix(loss=f"{loss.item():.4f}")
-        elif now - self.logged >= self.LOG_SECONDS or self.n == self.total:
-            self.logged = now
-            self._say(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}, "
-                      f"{batch / per_batch:.1f} examples/s, epoch left {duration_text((self.total - self.n) * per_batch)}")
-
-    def close(self) -> None:
-        if self.tty:
-            self.bar.close()
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
@@ -50,6 +51,7 @@ class EpochRecorder:
     best: dict = field(default_factory=dict)     # the dev-best row so far
     partial: dict | None = None                  # an interrupted epoch: batches done, their losses, seconds
     kept_entry: dict | None = None               # how metrics.json names the kept file
+    scaler: torch.amp.GradScaler | None = None   # fp16's loss scale, part of the resume state
 
     @property
     def last(self) -> Path:
@@ -57,16 +59,18 @@ class EpochRecorder:
 
     @classmethod
     def open(cls, *, path: Path, run_id: str, dataset: str, sel_metric: str, examples: dict[str, list],
-             launch: Launch, model, optimizer) -> EpochRecorder:
+             launch: Launch, model, optimizer, scaler: torch.amp.GradScaler | None = None) -> EpochRecorder:
         """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
         the resume state the last process left."""
         state = _restored(path / "checkpoints" / "last", model, optimizer)
         kept = Kept.for_splits(run_id, dataset, examples)
-        books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch)
+        books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
         if state is not None:                          # resume after an interruption
             books.epoch, books.step, books.epochs, books.best = (state["epoch"], state["step"], state["epochs"],
                                                                  state["best"])
             books.partial = state.get("partial")
+            if scaler is not None and "grad_scaler" in state:
+                scaler.load_state_dict(state["grad_scaler"])
             books.kept = resumed(path, run_id, books.epoch, kept)
             where = f" and batch {books.partial['batches']} of epoch {books.partial['epoch']}" if books.partial else ""
             print(f"[absa] resuming {path} after epoch {books.epoch}{where}", file=sys.stderr)
@@ -77,6 +81,8 @@ class EpochRecorder:
     def trainer_state(self) -> dict:
         """What ``checkpoints/last`` records beside the weights and the optimizer's moments."""
         state = {"epoch": self.epoch, "step": self.step, "epochs": self.epochs, "best": self.best}
+        if self.scaler is not None and self.scaler.is_enabled():
+            state["grad_scaler"] = self.scaler.state_dict()
         return state | ({"partial": self.partial} if self.partial else {})
 
     def begin_epoch(self, epoch: int) -> dict:

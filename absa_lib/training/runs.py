@@ -32,6 +32,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -317,6 +318,9 @@ class Launch:
     - ``spawned_at`` (``$ABSA_SPAWNED_AT``, set by the grid runner): when the grid launched this
       process, so that the run records its start-up (the interpreter, imports, tokenizing, building the
       model, a resumed checkpoint) and its whole wall time. None when no grid launched it.
+    - ``stop`` (set by ``absa train`` on SIGTERM, not from the environment): the loop saves the resume
+      state at the end of the batch it is in and raises :class:`~absa_lib.errors.RunStopped`, so a run
+      stopped by a grid or a scheduler resumes at that batch instead of at its last timed save.
     """
 
     cache_only: bool = False
@@ -324,6 +328,7 @@ class Launch:
     spawned_at: float | None = None
     checkpoint_seconds: float = 300.0
     keep_last: bool = False
+    stop: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Launch:

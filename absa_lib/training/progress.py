@@ -1,0 +1,141 @@
+"""What a person waiting on a training run sees, wherever its output goes.
+
+An epoch's progress is shown one of three ways (:func:`progress_mode` picks it):
+
+- ``notebook``: tqdm's notebook bar (an ipywidgets widget), in a Jupyter kernel that a front end
+  (JupyterLab, Notebook, VS Code, Colab) is running, when the kernel has ipywidgets;
+- ``terminal``: tqdm's terminal bar, when stderr is a terminal;
+- ``lines``: a line at most every :data:`EpochProgress.LOG_SECONDS` and at the epoch's end, everywhere
+  else: papermill and ``jupyter nbconvert --execute``, a log file, a pipe, the grid's runs.
+
+A kernel cannot see its front end. What it can see is whether the cell it is running may ask for
+input: a front end sends every cell with ``allow_stdin`` true (``input()`` works there); nbclient,
+which papermill and nbconvert execute notebooks with, sends false, as nothing would answer. Such a
+kernel prints lines, which the log keeps (a widget would be saved as a view of nothing). A cell run
+some other way (a widget's callback, a thread of its own) has no such request and prints lines too.
+``ABSA_PROGRESS=notebook|terminal|lines`` chooses instead; ``run_all.sh`` sets ``lines`` for every step.
+``tqdm.auto`` is not used: in a kernel without ipywidgets it warns "IProgress not found".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+
+from absa_lib.errors import AbsaError
+from absa_lib.training.runs import duration_text
+
+ENV = "ABSA_PROGRESS"
+MODES = ("notebook", "terminal", "lines")
+_told: set[str] = set()                # the hints said in this process (once each)
+
+
+def progress_mode() -> str:
+    """How this process shows progress: ``notebook``, ``terminal`` or ``lines`` (module docstring)."""
+    forced = os.environ.get(ENV, "").strip()
+    if forced:
+        if forced not in MODES:
+            raise AbsaError(f"{ENV}={forced!r}: expected {', '.join(MODES)} (unset: chosen by where the output goes)")
+        if forced == "notebook" and not _has_ipywidgets():
+            raise AbsaError(f"{ENV}=notebook: the notebook bar needs ipywidgets (pip install ipywidgets, then "
+                            "restart the kernel)")
+        return forced
+    kernel = _kernel()
+    if kernel is not None:
+        if not _from_front_end(kernel):
+            return "lines"                                  # papermill, nbconvert --execute
+        if _has_ipywidgets():
+            return "notebook"
+        _tell_once("ipywidgets", "[absa] progress as lines: this kernel has no ipywidgets (pip install ipywidgets, "
+                                 "then restart the kernel, for a bar)")
+        return "lines"
+    return "terminal" if sys.stderr.isatty() else "lines"
+
+
+def _kernel():
+    """The Jupyter kernel this process is (ipykernel's, Colab's), or None: plain Python, terminal IPython."""
+    ipython = sys.modules.get("IPython")                    # never imported: not IPython at all
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None)
+
+
+def _from_front_end(kernel) -> bool:
+    """Whether the request ``kernel`` is running lets it ask for input, as only a front end's does."""
+    try:
+        parent = kernel.get_parent("shell")                 # ipykernel >= 6
+    except (AttributeError, TypeError):
+        return bool(getattr(kernel, "_allow_stdin", False))
+    return bool(((parent or {}).get("content") or {}).get("allow_stdin", False))
+
+
+def _has_ipywidgets() -> bool:
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+def _tell_once(key: str, line: str) -> None:
+    if key not in _told:
+        _told.add(key)
+        print(line, file=sys.stderr, flush=True)
+
+
+class EpochProgress:
+    """One epoch's progress, shown as :func:`progress_mode` says: a bar (examples, examples/s, time left
+    in the epoch, the loss) or a line at most every :data:`LOG_SECONDS` and at the epoch's end. Both say,
+    once the first :data:`SPEED_BATCHES` batches have run, how long the whole run will take at that speed.
+
+    ``s`` is the training loop's session: its ``config`` (``batch_size``, ``epochs``), ``total_steps``,
+    ``books.step`` and ``estimate_said`` (the estimate is said once per process) are read.
+    """
+
+    LOG_SECONDS = 60.0
+    SPEED_BATCHES = 20
+
+    def __init__(self, enabled: bool, s, epoch: int, total: int, done: int = 0):
+        self.enabled = enabled
+        self.mode = progress_mode() if enabled else "off"
+        self.s, self.total, self.n, self.first = s, total, done, done
+        self.desc = f"epoch {epoch}/{s.config.epochs}"
+        self.t0 = self.logged = time.time()
+        self.estimated = s.estimate_said
+        self.bar = None
+        if self.mode in ("notebook", "terminal"):
+            if self.mode == "notebook":
+                from tqdm.notebook import tqdm
+            else:
+                from tqdm.std import tqdm
+            batch = s.config.batch_size
+            self.bar = tqdm(total=total * batch, initial=done * batch, desc=self.desc, unit="ex", leave=False,
+                            file=sys.stderr)
+
+    def _say(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def update(self, loss) -> None:
+        """One step done; ``loss`` (a tensor) is read (a host sync) only when it is shown."""
+        self.n += 1
+        if not self.enabled:
+            return
+        now, batch = time.time(), self.s.config.batch_size
+        per_batch = (now - self.t0) / (self.n - self.first)
+        if not self.estimated and self.n - self.first >= min(self.SPEED_BATCHES, self.total - self.first):
+            self.estimated = self.s.estimate_said = True
+            left = (self.s.total_steps - self.s.books.step) * per_batch
+            self._say(f"[absa] {batch / per_batch:.1f} examples/s over the first {self.n - self.first} batches: "
+                      f"the run's {self.s.total_steps - self.s.books.step:,} batches left take about "
+                      f"{duration_text(left)} at this speed, plus evaluation after each epoch")
+        if self.bar is not None:
+            self.bar.update(batch)
+            self.bar.set_postfix(loss=f"{loss.item():.4f}")
+        elif now - self.logged >= self.LOG_SECONDS or self.n == self.total:
+            self.logged = now
+            self._say(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}, "
+                      f"{batch / per_batch:.1f} examples/s, epoch left {duration_text((self.total - self.n) * per_batch)}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
