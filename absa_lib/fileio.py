@@ -68,8 +68,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
-        advice = "free some space, then run the same command again" if err.errno in _NO_SPACE else \
-            "fix that, then run the same command again"
+        advice = ("free some space, then run the same command again" if err.errno in _NO_SPACE
+                  else "fix that, then run the same command again")
         raise AbsaError(f"{path}: could not be written ({err.strerror}); the previous version, if any, "
                         f"is intact: {advice}") from None
     except BaseException:

@@ -34,7 +34,7 @@ README_BLOCK = re.compile(r"<!-- colab -->\n.*?<!-- /colab -->\n", re.S)
 INSTALL_CELL_NAMES = ("keep_runs_on_drive",)    # the install cell's globals (its others start with _)
 _GITHUB = re.compile(r"^(?:https://github\.com/|git@github\.com:)([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
 
-INSTALL_CELL = '''\
+INSTALL_CELL = '''
 # Colab, or any Jupyter kernel without the companion: clone it and install it with its backbone,
 # leaving the kernel's own packages as they are (scripts/colab_install.py); nothing happens where
 # `import absa_lib` works. On Colab, keep_runs_on_drive = True keeps the runs, tables and figures
@@ -85,7 +85,7 @@ def badge(notebook: str, repository: str = REPOSITORY) -> str:
 
 def install_cell(repository: str = REPOSITORY) -> str:
     """The source of every notebook's first code cell."""
-    return INSTALL_CELL.replace("{repository}", repository)
+    return INSTALL_CELL[1:].replace("{repository}", repository)     # from its second line
 
 
 def readme_block(notebooks: list[str], repository: str = REPOSITORY) -> str:

@@ -197,8 +197,8 @@ def log_error(log: Path, script: str | None = None) -> str | None:
 def failure_lines(notebook: str, profile: str, start: float, log: Path, executed: Path | None, root: Path,
                   script: bool = False) -> list[str]:
     """What ``run_all.sh`` prints when ``notebook`` failed: the rest of its line, then where to look."""
-    error = (cell_error(executed) if executed is not None else None) \
-        or log_error(log, f"notebooks/{notebook}.py" if script else None) or "(no error message; see the log)"
+    error = ((cell_error(executed) if executed is not None else None)
+             or log_error(log, f"notebooks/{notebook}.py" if script else None) or "(no error message; see the log)")
     lines = [f"FAILED after {took(start)}: {error}",
              f"[run_all]   notebook:      notebooks/{notebook}.{'py' if script else 'ipynb'} (profile {profile})",
              f"[run_all]   log:           {log}"]

@@ -290,8 +290,8 @@ def config_from_record(record, source: Path) -> TrainConfig:
             raise AbsaError(f"{source}: a model's config (a checkpoint, or an exported folder without its "
                             "absa_export.json, or one still being written), not a run record; give the run folder (the "
                             "one holding checkpoints/) as `absa train` printed it, or a complete `absa export` folder")
-        got = type(record).__name__ if not isinstance(record, dict) else \
-            f"no {', '.join(k for k in needed if k not in record)}"
+        got = (type(record).__name__ if not isinstance(record, dict)
+               else f"no {', '.join(k for k in needed if k not in record)}")
         raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
                         f"backbone and the other training fields), got {got}; {fix}")
     try:

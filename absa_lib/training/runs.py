@@ -194,8 +194,8 @@ class Run:
             raise AbsaError(f"load_model({which!r}): expected 'best' (the dev-selected epoch) or 'last'")
         ckpt = self.path / "checkpoints" / which
         if not ckpt.is_symlink() and not (ckpt / "config.json").is_file():
-            kept = " (a finished run keeps its last epoch's only when trained with ABSA_KEEP_LAST=1)" \
-                if which == "last" else ""
+            kept = (" (a finished run keeps its last epoch's only when trained with ABSA_KEEP_LAST=1)"
+                    if which == "last" else "")
             raise AbsaError(f"{ckpt}: no checkpoint here (checkpoints are not committed with run "
                             f"records{kept}); retrain with `absa train ... --force`")
         fix = "retrain with `absa train ... --force`"
@@ -266,8 +266,8 @@ def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
     if not (path / EXPORT_RECORD).is_file():
         return load_run(path)
     record = read_json(path / EXPORT_RECORD)
-    if not isinstance(record, dict) or not isinstance(record.get("run"), dict) or \
-            not isinstance(record.get("sha256"), dict):
+    if (not isinstance(record, dict) or not isinstance(record.get("run"), dict)
+            or not isinstance(record.get("sha256"), dict)):
         raise AbsaError(f"{path / EXPORT_RECORD}: expected the export's record (run, labels, contexts, sha256); "
                         "export the run again (absa export RUN DIR)")
     strange = [n for n in record["sha256"] if n in ("", ".", "..") or "/" in n or "\\" in n or n.startswith(".")]
