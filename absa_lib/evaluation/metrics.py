@@ -51,6 +51,9 @@ bit-for-bit those of the reference on the same float64 inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.metrics import f1_score, roc_auc_score
 
@@ -63,26 +66,81 @@ SE_POSITIVE, SE_NEGATIVE, SE_CONFLICT, SE_NONE = (LABELS["semeval"].index(x)
                                                    for x in ("positive", "negative", "conflict", "none"))
 SE_SENTIMENTS = len(SENTIMENTS["semeval"])   # positive, neutral, negative, conflict come first (4-class task);
                                              # those before conflict are the 3-class task
-METRIC_KEYS = {
-    "sentihood": ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1",
-                  "aspect_auc", "sentiment_acc", "sentiment_auc"),
-    "semeval": ("aspect_p", "aspect_r", "aspect_f1",
-                "sentiment_acc_binary", "sentiment_acc_3class", "sentiment_acc_4class"),
-}
-SELECTION_METRIC = {"sentihood": "aspect_strict_acc", "semeval": "aspect_f1"}
-RECALL_METRIC = {"sentihood": "aspect_macro_r", "semeval": "aspect_r"}   # 0: no aspect found (your data: macro)
-OWN_METRIC_KEYS = ("aspect_strict_acc", "aspect_macro_p", "aspect_macro_r", "aspect_macro_f1", "aspect_auc",
-                   "sentiment_acc", "sentiment_macro_f1")
+OWN_DATA = "own"     # in a Metric's datasets: every dataset of your own (absa_lib.data.own_data)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once: everything else (the keys a run records, the tables' columns,
+    ``absa summary``, ``absa compare``, the epoch selection) reads :data:`REGISTRY`."""
+
+    key: str                          # its name in the run records (metrics.json)
+    title: str                        # its column title in the tables
+    datasets: tuple[str, ...]         # the datasets it is computed for (OWN_DATA: your own data)
+    higher_is_better: bool = True     # its direction
+    decimals: int = 1                 # the decimals its column prints (in %)
+    table: tuple[str, ...] | None = None   # the datasets whose table shows it (None: all of datasets)
+    selects: tuple[str, ...] = ()     # the datasets whose epoch it selects on dev (one per dataset)
+    recall: tuple[str, ...] = ()      # the datasets whose aspect recall it is (0: no aspect found)
+    compute: Callable | None = None   # compute(dataset, gold, probs) -> float; None: the dataset's function below
+
+    def of(self, dataset: str, field: tuple[str, ...] | None = None) -> bool:
+        """Whether ``dataset`` is among ``field`` (default: the datasets it is computed for)."""
+        names = self.datasets if field is None else field
+        return dataset in names or (OWN_DATA in names and dataset in OWN)
+
+
+REGISTRY: tuple[Metric, ...] = (
+    Metric("aspect_strict_acc", "Strict Acc", ("sentihood", OWN_DATA), selects=("sentihood", OWN_DATA)),
+    Metric("aspect_macro_p", "Macro-P", ("sentihood", OWN_DATA), table=(OWN_DATA,)),
+    Metric("aspect_macro_r", "Macro-R", ("sentihood", OWN_DATA), table=(OWN_DATA,), recall=("sentihood", OWN_DATA)),
+    Metric("aspect_macro_f1", "Macro-F1", ("sentihood", OWN_DATA)),
+    Metric("aspect_auc", "Aspect AUC", ("sentihood", OWN_DATA)),
+    Metric("sentiment_acc", "Sentiment Acc", ("sentihood", OWN_DATA)),
+    Metric("sentiment_auc", "Sentiment AUC", ("sentihood",)),
+    Metric("sentiment_macro_f1", "Sentiment Macro-F1", (OWN_DATA,)),
+    Metric("aspect_p", "P", ("semeval",), decimals=2),
+    Metric("aspect_r", "R", ("semeval",), decimals=2, recall=("semeval",)),
+    Metric("aspect_f1", "F1", ("semeval",), decimals=2, selects=("semeval",)),
+    Metric("sentiment_acc_binary", "Binary", ("semeval",)),
+    Metric("sentiment_acc_3class", "3-class", ("semeval",)),
+    Metric("sentiment_acc_4class", "4-class", ("semeval",)),
+)
+"""Every metric, in the tables' order. A new one is a line here; with ``compute`` it needs no other code."""
+
+
+def metrics_of(dataset: str) -> tuple[Metric, ...]:
+    """The metrics :func:`compute_metrics` returns for ``dataset``, in :data:`REGISTRY` order."""
+    return tuple(m for m in REGISTRY if m.of(dataset))
+
+
+def table_metrics(dataset: str) -> tuple[Metric, ...]:
+    """The metrics ``dataset``'s table shows, in :data:`REGISTRY` order."""
+    return tuple(m for m in metrics_of(dataset) if m.of(dataset, m.datasets if m.table is None else m.table))
 
 
 def metric_keys(dataset: str) -> tuple[str, ...]:
-    """The metrics :func:`compute_metrics` returns for ``dataset``."""
-    return OWN_METRIC_KEYS if dataset in OWN else METRIC_KEYS[dataset]
+    """The keys of the metrics :func:`compute_metrics` returns for ``dataset``."""
+    return tuple(m.key for m in metrics_of(dataset))
 
 
 def selection_metric(dataset: str) -> str:
     """The dev metric that selects the epoch: strict accuracy (SentiHood, your own data) or F1 (SemEval)."""
-    return "aspect_strict_acc" if dataset in OWN else SELECTION_METRIC[dataset]
+    return next(m.key for m in metrics_of(dataset) if m.of(dataset, m.selects))
+
+
+def recall_metric(dataset: str) -> str:
+    """The aspect recall of ``dataset`` (0: the run finds no aspect, the All-None answer)."""
+    return next(m.key for m in metrics_of(dataset) if m.of(dataset, m.recall))
+
+
+# The lists callers knew before the registry, derived from it (as at import; the functions above read it live):
+METRIC_KEYS = {dataset: metric_keys(dataset) for dataset in ("sentihood", "semeval")}
+OWN_METRIC_KEYS = tuple(m.key for m in REGISTRY if OWN_DATA in m.datasets)
+SELECTION_METRIC = {dataset: selection_metric(dataset) for dataset in METRIC_KEYS}
+RECALL_METRIC = {dataset: recall_metric(dataset) for dataset in METRIC_KEYS}
+NOT_RECORDED = "not recorded by runs written before it existed"
+"""Why a run lacks a metric that the registry declares (the tables, ``absa summary``, ``absa compare``)."""
 F1_OF_MEANS = "aspect_f1_of_means"    # SemEval Table 2 convention, see aggregate_seeds
 
 NAN = float("nan")
@@ -271,13 +329,20 @@ def compute_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = No
     :func:`semeval_metrics`, or :func:`own_metrics` for your own data."""
     if keys is not None and (unknown := [k for k in keys if k not in metric_keys(dataset)]):
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(metric_keys(dataset))}")
+    declared = [m for m in metrics_of(dataset) if m.compute is not None and _wanted(m.key, keys)]
+    builtin = None if keys is None else tuple(k for k in keys if k not in {m.key for m in declared})
     if dataset in OWN:
-        return own_metrics(dataset, gold, probs, keys)
-    if dataset == "sentihood":
-        return sentihood_metrics(gold, probs, keys)
-    if dataset == "semeval":
-        return semeval_metrics(gold, probs, keys)
-    raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
+        values = own_metrics(dataset, gold, probs, builtin)
+    elif dataset == "sentihood":
+        values = sentihood_metrics(gold, probs, builtin)
+    elif dataset == "semeval":
+        values = semeval_metrics(gold, probs, builtin)
+    else:
+        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
+    if declared:                                      # metrics of the registry that bring their computation
+        gold, probs = _validated(dataset, gold, probs)
+        values |= {m.key: float(m.compute(dataset, gold, probs)) for m in declared}
+    return values
 
 
 def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
@@ -287,25 +352,26 @@ def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
     the paper's Table 2 reports as F1 (its sd is shown as "(-)"; here nan).
 
     Args:
-        runs: one metrics dict per run, each with every key of :func:`metric_keys` of ``dataset``
-            (extra keys are ignored).
+        runs: one metrics dict per run, with the keys of :func:`metric_keys` of ``dataset`` (extra keys
+            are ignored; a key that some run lacks, a metric declared after it was written, is nan).
         dataset: a benchmark, or a dataset of your own registered in this process.
 
     Returns:
-        ``{"n": number of runs, "mean": {metric: float}, "sd": {metric: float}}``. With a single
-        run every sd is nan; a nan in any run makes that metric's mean and sd nan.
+        ``{"n": number of runs, "mean": {metric: float}, "sd": {metric: float}, "not_recorded":
+        {metric: indices of the runs that lack it}}``. With a single run every sd is nan; a nan in any
+        run, or a run without the metric, makes that metric's mean and sd nan.
     """
     if not known(dataset):
-        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(METRIC_KEYS)} or one "
+        raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)} or one "
                         "registered")
     if not runs:
         raise AbsaError(f"aggregate_seeds: no runs given for {dataset}; pass at least one metrics dict")
-    mean, sd = {}, {}
+    mean, sd, not_recorded = {}, {}, {}
     for key in metric_keys(dataset):
         missing = [i for i, r in enumerate(runs) if key not in r]
-        if missing:
-            raise AbsaError(f"aggregate_seeds: run {missing[0]} has no {key!r} ({len(missing)} runs lack "
-                            f"it); pass {dataset} metrics dicts from compute_metrics")
+        if missing:                                   # runs written before the metric existed
+            mean[key], sd[key], not_recorded[key] = NAN, NAN, missing
+            continue
         values = np.array([float(r[key]) for r in runs], dtype=np.float64)
         mean[key] = float(values.mean())
         sd[key] = float(values.std(ddof=1)) if len(values) > 1 else NAN
@@ -313,4 +379,4 @@ def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
         mp, mr = mean["aspect_p"], mean["aspect_r"]
         mean[F1_OF_MEANS] = 2 * mp * mr / (mp + mr) if mp + mr else 0.0     # nan stays nan
         sd[F1_OF_MEANS] = NAN
-    return {"n": len(runs), "mean": mean, "sd": sd}
+    return {"n": len(runs), "mean": mean, "sd": sd, "not_recorded": not_recorded}

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from absa_lib.errors import AbsaError
+from absa_lib.evaluation.metrics import NOT_RECORDED
 from absa_lib.evaluation.significance import (
     RULE,
     SAMPLES,
@@ -125,11 +126,13 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     for key in asked:
         score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
                  for side, runs in (("a", runs_a), ("b", runs_b))}
-        undefined = sorted(s for side in score.values() for s, v in side.items() if math.isnan(v))
+        lacking = sorted({r.config["seed"] for r in (*runs_a, *runs_b) if key not in r.selected(protocol)["test"]})
+        undefined = sorted({s for side in score.values() for s, v in side.items() if math.isnan(v)} - set(lacking))
         if len(paired_differences(score["a"], score["b"])) < 2:
-            not_compared[key] = (f"undefined in seed{'s' if len(set(undefined)) > 1 else ''} "
-                                 f"{' '.join(map(str, sorted(set(undefined))))} (an AUC needs both classes of an aspect "
-                                 "in the test set), leaving fewer than two seeds with it on both sides")
+            why = [f"{NOT_RECORDED} in seed{'s' if len(lacking) > 1 else ''} {' '.join(map(str, lacking))}"] * bool(lacking)
+            why += [f"undefined in seed{'s' if len(undefined) > 1 else ''} {' '.join(map(str, undefined))} (an AUC "
+                    "needs both classes of an aspect in the test set)"] * bool(undefined)
+            not_compared[key] = f"{'; '.join(why)}, leaving fewer than two seeds with it on both sides"
         else:
             scores[key] = score
     if not scores:
@@ -196,6 +199,6 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
     if table["ci_low"].isna().all():
         lines.append(f"95% CI (test): – ({table.attrs.get('no_interval') or 'no kept predictions'})")
     for key, why in table.attrs.get("not_compared", {}).items():
-        lines.append(f"{key:<22} not compared: {why}")
+        lines.append(f"{key:<22} {'–':>6} {'–':>6} {'–':>6}  not compared: {why}")
     lines.append("MDD: the smallest gain the rule would find 80% of the time with these seeds and their spread")
     return "\n".join([*lines, f"rule: {RULE}"])

@@ -13,16 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from absa_lib.errors import AbsaError
+from absa_lib.evaluation.metrics import table_metrics
 
-# (metric key in the run records, column title, decimals the paper prints)
-METRICS = {
-    "sentihood": (("aspect_strict_acc", "Strict Acc", 1), ("aspect_macro_f1", "Macro-F1", 1),
-                  ("aspect_auc", "Aspect AUC", 1), ("sentiment_acc", "Sentiment Acc", 1),
-                  ("sentiment_auc", "Sentiment AUC", 1)),
-    "semeval": (("aspect_p", "P", 2), ("aspect_r", "R", 2), ("aspect_f1", "F1", 2),
-                ("sentiment_acc_binary", "Binary", 1), ("sentiment_acc_3class", "3-class", 1),
-                ("sentiment_acc_4class", "4-class", 1)),
-}
+# (metric key in the run records, column title, decimals the paper prints): the columns of each paper table,
+# as :data:`absa_lib.evaluation.metrics.REGISTRY` declares them (the tables read it live: metric_columns)
+METRICS = {dataset: tuple((m.key, m.title, m.decimals) for m in table_metrics(dataset))
+           for dataset in ("sentihood", "semeval")}
 METRIC_TITLES = {key: title for metrics in METRICS.values() for key, title, _ in metrics}
 """The tables' column titles of the metrics (``aspect_strict_acc`` -> ``Strict Acc``), for labels."""
 TITLES = {"sentihood": "Table 1: SentiHood (TABSA), test set",
@@ -44,14 +40,16 @@ class PaperRow:
     sampler: str = "uniform"        # its batches (bert-single: per-context, as K separate runs)
 
 
-def _row(name: str, keys: tuple, numbers: tuple, model=None, aux=None, note="", sampler="uniform") -> PaperRow:
-    values = {k: v if v is None or isinstance(v, tuple) else (v, None)
-              for k, v in zip(keys, numbers, strict=True)}
-    return PaperRow(name, {k: v for k, v in values.items() if v is not None}, model, aux, note, sampler)
+def _row(name: str, dataset: str, numbers: dict, model=None, aux=None, note="", sampler="uniform") -> PaperRow:
+    """A paper row from ``numbers``: metric key -> mean, or (mean, sd); a metric it does not print is absent."""
+    columns = [key for key, _, _ in METRICS[dataset]]
+    if unknown := [k for k in numbers if k not in columns]:
+        raise AbsaError(f"paper row {name!r}: {unknown[0]!r} is not a column of the {dataset} table "
+                        f"({', '.join(columns)})")
+    values = {k: numbers[k] if isinstance(numbers[k], tuple) else (numbers[k], None) for k in columns if k in numbers}
+    return PaperRow(name, values, model, aux, note, sampler)
 
 
-_T1 = tuple(m[0] for m in METRICS["sentihood"])
-_T2 = tuple(m[0] for m in METRICS["semeval"])
 _PAIR_NOTE = ("BERT-pair, paper: the best of Sun et al.'s four pair variants per column (strict acc NLI-B, "
               "macro-F1 QA-B, aspect AUC NLI-M, sentiment acc QA-M, sentiment AUC QA-B); ours: NLI-M")
 PAIR_NLI_M = {"sentihood": {"aspect_strict_acc": 78.3}, "semeval": {"aspect_f1": 91.67}}
@@ -59,38 +57,60 @@ PAIR_NLI_M = {"sentihood": {"aspect_strict_acc": 78.3}, "semeval": {"aspect_f1":
 variant our BERT-pair reproduces, against which the claims measure the paper's gains like for like."""
 PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
     "sentihood": (
-        _row("LR (Saeidi et al. 2016)", _T1, (None, 39.3, 92.4, 87.5, 90.5)),
-        _row("LSTM-Final (Saeidi et al. 2016)", _T1, (None, 68.9, 89.8, 82.0, 85.4)),
-        _row("LSTM-Loc (Saeidi et al. 2016)", _T1, (None, 69.3, 89.7, 81.9, 83.9)),
-        _row("SenticLSTM (Ma et al. 2018)", _T1, (67.4, 78.2, None, 89.3, None)),
-        _row("Dmu-Entnet (Liu et al. 2018)", _T1, (73.5, 78.5, 94.4, 91.0, 94.8)),
-        _row("BERT-single (Sun et al. 2019)", _T1, (73.7, 81.0, 96.4, 85.5, 84.2), "bert-single", "single",
-             sampler="per-context"),
-        _row("BERT-pair (Sun et al. 2019)", _T1, (79.8, 87.9, 97.5, 93.6, 97.0), "bert-pair", "NLI-M",
-             note=_PAIR_NOTE),
-        _row("CG-BERT", _T1, ((79.7, .3), (87.1, .2), (97.5, .2), (93.7, .2), (97.2, .2)), "cg-bert", "none"),
-        _row("CG-BERT (auxiliary sentences)", _T1, ((80.1, .2), (88.1, .1), (97.6, .1), (93.1, .3), (97.0, .2)),
-             "cg-bert", "NLI-M"),
-        _row("QACG-BERT", _T1, ((79.9, .4), (88.6, .2), (97.3, .2), (93.8, .2), (97.8, .2)), "qacg-bert", "none"),
-        _row("QACG-BERT (auxiliary sentences)", _T1,
-             ((80.9, .3), (89.7, .2), (97.8, .2), (93.7, .3), (97.1, .2)), "qacg-bert", "NLI-M"),
+        _row("LR (Saeidi et al. 2016)", "sentihood",
+             dict(aspect_macro_f1=39.3, aspect_auc=92.4, sentiment_acc=87.5, sentiment_auc=90.5)),
+        _row("LSTM-Final (Saeidi et al. 2016)", "sentihood",
+             dict(aspect_macro_f1=68.9, aspect_auc=89.8, sentiment_acc=82.0, sentiment_auc=85.4)),
+        _row("LSTM-Loc (Saeidi et al. 2016)", "sentihood",
+             dict(aspect_macro_f1=69.3, aspect_auc=89.7, sentiment_acc=81.9, sentiment_auc=83.9)),
+        _row("SenticLSTM (Ma et al. 2018)", "sentihood",
+             dict(aspect_strict_acc=67.4, aspect_macro_f1=78.2, sentiment_acc=89.3)),
+        _row("Dmu-Entnet (Liu et al. 2018)", "sentihood",
+             dict(aspect_strict_acc=73.5, aspect_macro_f1=78.5, aspect_auc=94.4, sentiment_acc=91.0, sentiment_auc=94.8)),
+        _row("BERT-single (Sun et al. 2019)", "sentihood",
+             dict(aspect_strict_acc=73.7, aspect_macro_f1=81.0, aspect_auc=96.4, sentiment_acc=85.5, sentiment_auc=84.2),
+             "bert-single", "single", sampler="per-context"),
+        _row("BERT-pair (Sun et al. 2019)", "sentihood",
+             dict(aspect_strict_acc=79.8, aspect_macro_f1=87.9, aspect_auc=97.5, sentiment_acc=93.6, sentiment_auc=97.0),
+             "bert-pair", "NLI-M", note=_PAIR_NOTE),
+        _row("CG-BERT", "sentihood",
+             dict(aspect_strict_acc=(79.7, .3), aspect_macro_f1=(87.1, .2), aspect_auc=(97.5, .2),
+                  sentiment_acc=(93.7, .2), sentiment_auc=(97.2, .2)), "cg-bert", "none"),
+        _row("CG-BERT (auxiliary sentences)", "sentihood",
+             dict(aspect_strict_acc=(80.1, .2), aspect_macro_f1=(88.1, .1), aspect_auc=(97.6, .1),
+                  sentiment_acc=(93.1, .3), sentiment_auc=(97.0, .2)), "cg-bert", "NLI-M"),
+        _row("QACG-BERT", "sentihood",
+             dict(aspect_strict_acc=(79.9, .4), aspect_macro_f1=(88.6, .2), aspect_auc=(97.3, .2),
+                  sentiment_acc=(93.8, .2), sentiment_auc=(97.8, .2)), "qacg-bert", "none"),
+        _row("QACG-BERT (auxiliary sentences)", "sentihood",
+             dict(aspect_strict_acc=(80.9, .3), aspect_macro_f1=(89.7, .2), aspect_auc=(97.8, .2),
+                  sentiment_acc=(93.7, .3), sentiment_auc=(97.1, .2)), "qacg-bert", "NLI-M"),
     ),
     "semeval": (
-        _row("XRCE (Brun et al. 2014)", _T2, (83.23, 81.37, 82.29, None, None, 78.1)),
-        _row("NRC-Canada (Kiritchenko et al. 2014)", _T2, (91.04, 86.24, 88.58, None, None, 82.9)),
-        _row("BERT-single (Sun et al. 2019)", _T2, (92.78, 89.07, 90.89, 93.3, 86.9, 83.7), "bert-single", "single",
-             sampler="per-context"),
-        _row("BERT-pair (Sun et al. 2019)", _T2, (93.57, 90.83, 92.18, 95.6, 89.9, 85.9), "bert-pair", "NLI-M",
+        _row("XRCE (Brun et al. 2014)", "semeval",
+             dict(aspect_p=83.23, aspect_r=81.37, aspect_f1=82.29, sentiment_acc_4class=78.1)),
+        _row("NRC-Canada (Kiritchenko et al. 2014)", "semeval",
+             dict(aspect_p=91.04, aspect_r=86.24, aspect_f1=88.58, sentiment_acc_4class=82.9)),
+        _row("BERT-single (Sun et al. 2019)", "semeval",
+             dict(aspect_p=92.78, aspect_r=89.07, aspect_f1=90.89, sentiment_acc_binary=93.3, sentiment_acc_3class=86.9,
+                  sentiment_acc_4class=83.7), "bert-single", "single", sampler="per-context"),
+        _row("BERT-pair (Sun et al. 2019)", "semeval",
+             dict(aspect_p=93.57, aspect_r=90.83, aspect_f1=92.18, sentiment_acc_binary=95.6, sentiment_acc_3class=89.9,
+                  sentiment_acc_4class=85.9), "bert-pair", "NLI-M",
              note="BERT-pair, paper: the best of Sun et al.'s four pair variants per column (P, R, F1 NLI-B; "
                   "binary, 3-class, 4-class QA-B); ours: NLI-M"),
-        _row("CG-BERT", _T2, ((93.02, .27), (90.00, .33), 91.49, (94.3, .3), (89.9, .2), (85.6, .4)),
-             "cg-bert", "none"),
-        _row("CG-BERT (auxiliary sentences)", _T2,
-             ((93.12, .37), (90.17, .23), 91.62, (94.7, .3), (90.1, .4), (85.7, .5)), "cg-bert", "NLI-M"),
-        _row("QACG-BERT", _T2, ((94.38, .31), (90.97, .28), 92.64, (95.6, .4), (90.1, .3), (86.8, .8)),
-             "qacg-bert", "none"),
-        _row("QACG-BERT (auxiliary sentences)", _T2,
-             ((94.27, .39), (90.12, .34), 92.14, (95.8, .3), (90.4, .5), (86.9, .7)), "qacg-bert", "NLI-M"),
+        _row("CG-BERT", "semeval",
+             dict(aspect_p=(93.02, .27), aspect_r=(90.00, .33), aspect_f1=91.49, sentiment_acc_binary=(94.3, .3),
+                  sentiment_acc_3class=(89.9, .2), sentiment_acc_4class=(85.6, .4)), "cg-bert", "none"),
+        _row("CG-BERT (auxiliary sentences)", "semeval",
+             dict(aspect_p=(93.12, .37), aspect_r=(90.17, .23), aspect_f1=91.62, sentiment_acc_binary=(94.7, .3),
+                  sentiment_acc_3class=(90.1, .4), sentiment_acc_4class=(85.7, .5)), "cg-bert", "NLI-M"),
+        _row("QACG-BERT", "semeval",
+             dict(aspect_p=(94.38, .31), aspect_r=(90.97, .28), aspect_f1=92.64, sentiment_acc_binary=(95.6, .4),
+                  sentiment_acc_3class=(90.1, .3), sentiment_acc_4class=(86.8, .8)), "qacg-bert", "none"),
+        _row("QACG-BERT (auxiliary sentences)", "semeval",
+             dict(aspect_p=(94.27, .39), aspect_r=(90.12, .34), aspect_f1=92.14, sentiment_acc_binary=(95.8, .3),
+                  sentiment_acc_3class=(90.4, .5), sentiment_acc_4class=(86.9, .7)), "qacg-bert", "NLI-M"),
     ),
 }
 

@@ -33,6 +33,7 @@ from absa_lib.reports.tables import (
     format_cell,
     metric_columns,
     no_aspect_footnotes,
+    not_recorded_footnotes,
     run_ids,
     seed_cells,
     shared_eval_subset,
@@ -145,6 +146,8 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
     cols = ["row", "source", "selection", "n_seeds", "seeds", "epochs_chosen", "budget", "budget_text", "device",
             "run_ids", "no_aspect_seeds"]
     cols += [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
+    if any(rec.get("not_recorded") for rec in records):     # only then: a summary of complete records is as before
+        cols.append("not_recorded")
     return pd.DataFrame.from_records(records, columns=cols)
 
 
@@ -165,7 +168,8 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
             cells = [rec["row"], rec["seeds"] or "–", rec["epochs_chosen"] or "–"]
             cells += [format_cell(rec[k], rec[f"{k}_sd"], dec) for k, _, dec in columns]
             lines.append("| " + " | ".join(cells) + " |")
-        lines += budget_footnotes(block) + no_aspect_footnotes(block, "row") + [""]
+        lines += budget_footnotes(block) + no_aspect_footnotes(block, "row") + not_recorded_footnotes(block, "row")
+        lines += [""]
     if trivial_note:
         lines += [f"_{trivial_note}_", ""]
     return "\n".join(lines)

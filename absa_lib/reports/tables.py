@@ -34,14 +34,15 @@ from absa_lib.data import datasets as D
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.metrics import (
     F1_OF_MEANS,
-    RECALL_METRIC,
+    NOT_RECORDED,
     SELECTION_METRIC,
     aggregate_seeds,
     compute_metrics,
-    metric_keys,
+    recall_metric,
+    table_metrics,
 )
 from absa_lib.fileio import atomic_write_bytes
-from absa_lib.reports.paper_numbers import METRICS, TITLES, PaperRow, paper_rows
+from absa_lib.reports.paper_numbers import TITLES, PaperRow, paper_rows
 from absa_lib.training.config import NEUTRAL_DEFAULTS, budget_fields, budget_parts, epochs_text
 from absa_lib.training.runs import describe, device_name
 
@@ -80,16 +81,12 @@ def matches(config: dict, row: PaperRow, dataset: str) -> bool:
             and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
 
 
-OWN_TITLES = {"aspect_strict_acc": "Strict Acc", "aspect_macro_p": "Macro-P", "aspect_macro_r": "Macro-R",
-              "aspect_macro_f1": "Macro-F1", "aspect_auc": "Aspect AUC", "sentiment_acc": "Sentiment Acc",
-              "sentiment_macro_f1": "Sentiment Macro-F1"}
-
-
 def metric_columns(dataset: str) -> tuple[tuple[str, str, int], ...]:
-    """``(metric key, column title, decimals)`` of a dataset's table: the paper's (:data:`METRICS`) for
-    SentiHood and SemEval, your own data's metrics (:mod:`absa_lib.evaluation.metrics`) with one decimal."""
+    """``(metric key, column title, decimals)`` of a dataset's table, as the metric registry declares them
+    (:data:`absa_lib.evaluation.metrics.REGISTRY`, read when called): the paper's columns for SentiHood
+    and SemEval, your own data's metrics for yours."""
 
-    return METRICS.get(dataset) or tuple((key, OWN_TITLES[key], 1) for key in metric_keys(dataset))
+    return tuple((m.key, m.title, m.decimals) for m in table_metrics(dataset))
 
 
 def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[float, float]]:
@@ -229,7 +226,7 @@ def no_aspect_seeds(dataset: str, runs: list, chosen: list[dict]) -> str:
     (aspect recall 0: the All-None predictor's answer). A row's mean averages them in like any
     seed, so every table names them under the row (:func:`no_aspect_footnotes`)."""
 
-    key = RECALL_METRIC.get(dataset, "aspect_macro_r")
+    key = recall_metric(dataset)
     return " ".join(str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if m.get(key) == 0)
 
 
@@ -254,6 +251,27 @@ def no_aspect_footnotes(df: pd.DataFrame, name_column: str, where: str = "the se
     return lines
 
 
+def not_recorded(dataset: str, runs: list, chosen: list[dict]) -> str:
+    """Which of the table's metrics some of ``runs`` (their chosen test metrics ``chosen``) lack, as a
+    footnote says it: records written before a metric was declared show ``–`` for it, never a mean of
+    the seeds that have it (:func:`not_recorded_footnotes`); empty when every run has every metric."""
+    parts = []
+    for key, title, _ in metric_columns(dataset):
+        seeds = [str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if key not in m]
+        if seeds:
+            parts.append(f"{title} –, {NOT_RECORDED} (seed{'s' if len(seeds) > 1 else ''} {' '.join(seeds)})")
+    return "; ".join(parts)
+
+
+def not_recorded_footnotes(df: pd.DataFrame, name_column: str) -> list[str]:
+    """One line per row of ``df`` whose column ``not_recorded`` (:func:`not_recorded`) names metrics
+    shown as ``–`` because its runs lack them (the column is there only when a row does)."""
+    if "not_recorded" not in df:
+        return []
+    return [f"\n_{rec[name_column]}: {rec['not_recorded']}._" for rec in df.to_dict("records")
+            if isinstance(rec["not_recorded"], str) and rec["not_recorded"]]
+
+
 NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_examples": None,
           **budget_columns([]), "run_ids": "", "no_aspect_seeds": ""}
 """The run columns of a row that no run of ours fills (reported, not run, trivial)."""
@@ -262,12 +280,15 @@ NO_RUN = {"backbone": "", "n_seeds": 0, "seeds": "", "epochs": None, "max_train_
 def seed_cells(dataset: str, runs: list, protocol: str, suffix: str = "") -> tuple[dict, str]:
     """The cells of one row: ``runs`` (one configuration, its seeds) at the epochs ``protocol``
     selects, as ``(cells, no-aspect seeds)``: per metric ``<m><suffix>`` the mean and
-    ``<m><suffix>_sd`` the sd over the seeds (%, :func:`aggregate_metrics`), and the
+    ``<m><suffix>_sd`` the sd over the seeds (%, :func:`aggregate_metrics`; NaN where a run lacks
+    the metric, and then ``not_recorded`` says so: :func:`not_recorded`), and the
     :func:`no_aspect_seeds` among them. Every table of runs makes its rows' numbers here."""
     chosen = [r.selected(protocol)["test"] for r in runs]
     cells = {}
     for key, (mean, sd) in aggregate_metrics(dataset, chosen).items():
         cells[key + suffix], cells[f"{key}{suffix}_sd"] = mean, sd
+    if lacking := not_recorded(dataset, runs, chosen):
+        cells["not_recorded"] = lacking
     return cells, no_aspect_seeds(dataset, runs, chosen)
 
 
@@ -326,7 +347,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
     names = budget_labels([r.config for r in shown])
     for row in rows:
         paper = {}
-        for key, _, _ in METRICS[dataset]:
+        for key, _, _ in metric_columns(dataset):
             mean, sd = row.values.get(key, (None, None))
             paper[f"{key}_paper"] = math.nan if mean is None else mean
             paper[f"{key}_paper_sd"] = math.nan if sd is None else sd
@@ -343,8 +364,10 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
     records += _trivial_rows(dataset, trivial or {})
     cols = ["model", "source", "selection", "backbone", "n_seeds", "seeds", "epochs", "max_train_examples",
             "budget", "budget_text", "device", "run_ids", "no_aspect_seeds", "note"]
-    for key, _, _ in METRICS[dataset]:
+    for key, _, _ in metric_columns(dataset):
         cols += [key, f"{key}_sd", f"{key}_paper", f"{key}_paper_sd"]
+    if any(rec.get("not_recorded") for rec in records):     # only then: a table of complete records is as before
+        cols.append("not_recorded")
     df = pd.DataFrame.from_records(records)
     for c in cols:
         if c not in df:
@@ -381,7 +404,7 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
              "constant predictors scored on the same test set (the floor of each metric). "
              + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
                 if dataset == "semeval" else ""), ""]
-    metrics = METRICS[dataset]
+    metrics = metric_columns(dataset)
     for protocol in protocols:
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
         if protocol == "test_best":
@@ -400,6 +423,7 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
             lines.append("| " + " | ".join(cells) + " |")
         lines += budget_footnotes(block[block["source"] == OURS])
         lines += no_aspect_footnotes(block[block["source"] == OURS], "model")
+        lines += not_recorded_footnotes(block[block["source"] == OURS], "model")
         notes = {r["note"] for r in block.to_dict("records") if r["note"]}
         lines += [f"\n_Note: {n}._" for n in sorted(notes)] + [""]
     return "\n".join(lines)
