@@ -12,6 +12,7 @@ anything; the byte-for-byte check is `bash run_all.sh render` followed by an emp
 from __future__ import annotations
 
 import ast
+import collections
 import json
 import os
 import re
@@ -25,7 +26,7 @@ import pytest
 import yaml
 
 from absa_lib.errors import AbsaError
-from absa_lib.harness import default_profile, run_all
+from absa_lib.harness import default_profile, profiles, run_all
 from absa_lib.harness.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,14 +185,45 @@ def test_a_failed_grid_is_named_with_its_summary_or_last_line_and_its_log(tmp_pa
 
 def test_force_retrain_is_for_the_grid_the_notebooks_collect_its_runs(tmp_path, capsys):
     params = yaml.safe_load((ROOT / "params" / "smoke.yaml").read_text())
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False))
-    assert run_all.without_force_retrain(tmp_path / "params.yaml", tmp_path) is None
+    assert run_all.without_force_retrain({**params, "force_retrain": False}, tmp_path) == {**params, "force_retrain": False}
     assert not (tmp_path / "params_notebooks.yaml").exists() and capsys.readouterr().err == ""
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "force_retrain": True}, sort_keys=False))
-    written = run_all.without_force_retrain(tmp_path / "params.yaml", tmp_path)
-    assert written == tmp_path / "params_notebooks.yaml"
+    given = run_all.without_force_retrain({**params, "force_retrain": True}, tmp_path)
+    assert given == {**params, "force_retrain": False}
+    written = tmp_path / "params_notebooks.yaml"
     assert written.read_text() == yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False)
     assert capsys.readouterr().err == "[run_all] force_retrain: the grid retrained every run; the notebooks collect them\n"
+
+
+@pytest.mark.parametrize("argv", [["render"], ["smoke", "-p", "epochs", "2", "-p", "force_retrain", "true"]])
+def test_the_driver_reads_the_profile_once_and_parses_and_checks_each_thing_once(argv, tmp_path, monkeypatch):
+    """One run of the driver, stopped short of the data, the grid and the notebooks: it reads the
+    profile file once, parses each notebook's parameters cell once and checks each value once (the
+    files it writes from them are not read back)."""
+    reads, parses, checks = [], [], collections.Counter()
+    read, parse, check = profiles.read_profile_file, profiles._parameters_cell, profiles.check_values
+    monkeypatch.setattr(profiles, "read_profile_file", lambda path: reads.append(Path(path).name) or read(path))
+    monkeypatch.setattr(run_all, "read_profile_file", profiles.read_profile_file)
+    monkeypatch.setattr(profiles, "_parameters_cell", lambda lines, script: parses.append(script.name) or parse(lines, script))
+    monkeypatch.setattr(profiles, "check_values", lambda params, source: checks.update(
+        (k, repr(v)) for k, v in params.items()) or check(params, source))
+    profiles._parsed_cell.cache_clear()
+    (tmp_path / "params").symlink_to(ROOT / "params")
+    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
+    monkeypatch.setattr(run_all, "_shown_root", lambda root: tmp_path)
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: (True, []))
+    monkeypatch.setattr(run_all, "train_grid", lambda *args: True)
+    monkeypatch.setattr(run_all, "run_notebook", lambda *args, **kwargs: True)
+    monkeypatch.setattr(run_all.manifest, "main", lambda args: 0)
+    for name, value in {**run_all.OWN_ENV, **run_all.OFFLINE_ENV}.items():    # what the driver sets, undone after
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    assert run_all.run(list(argv), sys.executable) == 0
+    assert reads == [f"{argv[0]}.yaml"]
+    assert sorted(parses) == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+    assert checks and set(checks.values()) == {1}
+    profile = yaml.safe_load((ROOT / "params" / f"{argv[0]}.yaml").read_text())
+    assert len(checks) == len(profile) + argv.count("-p")              # a -p value is checked as well
+    assert len(list((tmp_path / "executed" / argv[0]).glob("*.params.yaml"))) == len(NOTEBOOKS)
 
 
 def test_each_notebook_runs_with_papermill_or_its_paired_script(tmp_path):

@@ -54,22 +54,42 @@ def declared_parameters(lines: list[str], script: Path) -> tuple[int, set[str]]:
     """In a notebook's jupytext script (``lines``): (index of the line after the parameters cell,
     the names that cell assigns)."""
     end, body = _parameters_cell(lines, script)
+    return end, _assigned(body)
+
+
+def _assigned(body: list[ast.stmt]) -> set[str]:
+    """The names the statements ``body`` assign."""
     names = set()
     for node in body:
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
         names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return end, names
+    return names
+
+
+def parameters_cell(script: Path) -> list[ast.stmt]:
+    """The statements of the parameters cell of a notebook's paired script, parsed once while the
+    file is unchanged (the driver asks for each notebook's several times: the names, the types)."""
+    stat = script.stat()
+    return _parsed_cell(script, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.cache
+def _parsed_cell(script: Path, mtime_ns: int, size: int) -> list[ast.stmt]:
+    return _parameters_cell(script.read_text(encoding="utf-8").splitlines(keepends=True), script)[1]
+
+
+def _scripts() -> list[Path]:
+    """The notebooks' paired scripts ``notebooks/NN_*.py`` (none outside a checkout)."""
+    root = repo_root()
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []
+
+
 def parameter_annotations() -> dict[str, str]:
     """``{parameter name: its annotation}`` (``int``, ``Optional[int]``, ``list``, ...) as the
     notebooks' parameters cells declare it (the first notebook's, when several declare a name)."""
     found: dict[str, str] = {}
-    root = repo_root()
-    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []:
-        _, body = _parameters_cell(path.read_text(encoding="utf-8").splitlines(keepends=True), path)
-        for node in body:
+    for path in _scripts():
+        for node in parameters_cell(path):
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 found.setdefault(node.target.id, ast.unparse(node.annotation))
     return found
@@ -108,13 +128,12 @@ _NAMES = {"int": ("a whole number", "whole numbers"), "str": ("a string", "strin
 def notebook_parameters() -> dict[str, list[str]]:
     """``{parameter name: [notebooks that declare it]}`` over the notebooks' paired scripts
     ``notebooks/NN_*.py`` (a test keeps them in sync with the ``.ipynb`` files)."""
-    root = repo_root()
-    scripts = sorted((root / "notebooks").glob("[0-9][0-9]_*.py")) if root is not None else []
+    scripts = _scripts()
     if not scripts:
         raise AbsaError("no notebooks/ folder (not running from a checkout): the parameter names are unknown")
     names: dict[str, list[str]] = {}
     for path in scripts:
-        for name in sorted(declared_parameters(path.read_text(encoding="utf-8").splitlines(keepends=True), path)[1]):
+        for name in sorted(_assigned(parameters_cell(path))):
             names.setdefault(name, []).append(path.stem)
     return names
 
@@ -219,16 +238,22 @@ def with_changes(path: Path, args: list[str]) -> dict:
     return params
 
 
+def write_with_changes(path: Path, out: Path, args: list[str]) -> dict:
+    """:func:`with_changes`, written to ``out`` (what the grid and the notebooks then read), and returned."""
+    params = with_changes(Path(path), args)
+    atomic_write_bytes(Path(out), yaml.safe_dump(params, sort_keys=False).encode())
+    return params
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: python -m absa_lib.harness.profiles PROFILE.yaml OUT.yaml [-p NAME VALUE ...]", file=sys.stderr)
         return 2
     try:
-        params = with_changes(Path(argv[0]), argv[2:])
+        write_with_changes(Path(argv[0]), Path(argv[1]), argv[2:])
     except AbsaError as err:
         print(f"[run_all] error: {err}", file=sys.stderr)
         return 2
-    atomic_write_bytes(Path(argv[1]), yaml.safe_dump(params, sort_keys=False).encode())
     return 0
 
 

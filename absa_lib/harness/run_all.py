@@ -68,27 +68,29 @@ def notebook_names(root: Path | None = None) -> list[str]:
     return sorted(p.stem for p in ((root or _root()) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def declared_by(notebook: str) -> set[str]:
-    """The parameter names ``notebook``'s parameters cell declares (read from its paired script)."""
-    return {name for name, notebooks in notebook_parameters().items() if notebook in notebooks}
+def declared_by(notebook: str, names: dict[str, list[str]] | None = None) -> set[str]:
+    """The parameter names ``notebook``'s parameters cell declares (read from its paired script, or
+    taken from ``names``, :func:`~absa_lib.harness.profiles.notebook_parameters` read once for all)."""
+    return {name for name, notebooks in (names or notebook_parameters()).items() if notebook in notebooks}
 
 
-def notebook_params(params: dict, notebook: str) -> dict:
+def notebook_params(params: dict, notebook: str, names: dict[str, list[str]] | None = None) -> dict:
     """The values of ``params`` for the names ``notebook`` declares, in the profile's order."""
-    declared = declared_by(notebook)
+    declared = declared_by(notebook, names)
     if not declared:
         raise AbsaError(f"notebooks/{notebook}.ipynb: no paired script notebooks/{notebook}.py declaring its "
                         "parameters (jupytext --sync notebooks/*.ipynb)")
     return {k: v for k, v in params.items() if k in declared}
 
 
-def write_notebook_params(params_file: Path, out_dir: Path) -> dict[str, Path]:
-    """``out_dir/NN_name.params.yaml`` for every notebook: the values of ``params_file`` it declares."""
-    params = read_profile_file(Path(params_file))
+def write_notebook_params(params: dict, out_dir: Path) -> dict[str, Path]:
+    """``out_dir/NN_name.params.yaml`` for every notebook: the values of ``params`` (a profile's,
+    read and checked) it declares."""
+    names = notebook_parameters()
     written = {}
     for notebook in notebook_names():
         path = Path(out_dir) / f"{notebook}.params.yaml"
-        atomic_write_bytes(path, yaml.safe_dump(notebook_params(params, notebook), sort_keys=False).encode())
+        atomic_write_bytes(path, yaml.safe_dump(notebook_params(params, notebook, names), sort_keys=False).encode())
         written[notebook] = path
     return written
 
@@ -435,17 +437,17 @@ def train_grid(python: str, profile: str, params_file: Path, out: Path, top: Pat
     return True
 
 
-def without_force_retrain(params_file: Path, out: Path) -> Path | None:
+def without_force_retrain(params: dict, out: Path) -> dict:
     """Under ``force_retrain`` the grid has just retrained every run once; the notebooks collect them
     (forced again, each would retrain its runs one at a time, and the runs notebooks share twice):
-    ``out/params_notebooks.yaml``, the profile with ``force_retrain: false``; None when not forced."""
-    params = read_profile_file(params_file)
+    the profile's values ``params`` with ``force_retrain: false``, also written to
+    ``out/params_notebooks.yaml``; ``params`` as they are when not forced."""
     if not params.get("force_retrain"):
-        return None
-    dest = out / "params_notebooks.yaml"
-    atomic_write_bytes(dest, yaml.safe_dump({**params, "force_retrain": False}, sort_keys=False).encode())
+        return params
+    params = {**params, "force_retrain": False}
+    atomic_write_bytes(out / "params_notebooks.yaml", yaml.safe_dump(params, sort_keys=False).encode())
     say("[run_all] force_retrain: the grid retrained every run; the notebooks collect them")
-    return dest
+    return params
 
 
 def notebook_command(python: str, mode: str, top: Path, out: Path, notebook: str) -> list[str]:
@@ -503,14 +505,17 @@ def run(argv: list[str], python: str) -> int:
         profile = choose_profile(python, root)
     out = top / "executed" / profile              # absolute: papermill opens --stdout-file after --cwd
     out.mkdir(parents=True, exist_ok=True)
-    # the profile with the command line's `-p NAME VALUE` changes (names checked before anything runs)
+    # the profile with the command line's `-p NAME VALUE` changes (names and values checked before
+    # anything runs, here once: the files written from them below are not read back)
     params_file = out / "params.yaml"
-    if profiles.main([str(top / "params" / f"{profile}.yaml"), str(params_file), *argv]) != 0:
+    try:
+        params = profiles.write_with_changes(top / "params" / f"{profile}.yaml", params_file, argv)
+    except AbsaError as err:
+        say(f"[run_all] error: {err}")
         return 2
     os.environ.update(OWN_ENV)
     if profile != "paper":
         os.environ.update(OFFLINE_ENV)
-    params = read_profile_file(params_file)
     missing = [k for k in ("results_dir", "figures_dir") if k not in params]
     if missing:
         raise AbsaError(f"params/{profile}.yaml: sets no {', '.join(missing)} (where the notebooks write)")
@@ -522,13 +527,14 @@ def run(argv: list[str], python: str) -> int:
     say("\n".join(lines))
     if not ok:
         return 1
+    notebook_values = params
     if params.get("allow_training"):
         if not train_grid(python, profile, params_file, out, top):
             return 1
-        params_file = without_force_retrain(params_file, out) or params_file
+        notebook_values = without_force_retrain(params, out)
     # each notebook gets the values of the names its parameters cell declares, no others
     try:
-        write_notebook_params(params_file, out)
+        write_notebook_params(notebook_values, out)
     except AbsaError as err:
         say(f"[run_all] error: {err}")
         return 2
@@ -572,7 +578,7 @@ def step(argv: list[str]) -> int:
             print("\n".join(lines), file=sys.stderr)
             return 0 if ok else 1
         _root()
-        write_notebook_params(Path(args.params), Path(args.out))
+        write_notebook_params(read_profile_file(Path(args.params)), Path(args.out))
     except AbsaError as err:
         print(f"[run_all] error: {err}", file=sys.stderr)
         return 2
