@@ -12,14 +12,14 @@ import torch
 
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
-from absa_lib.models import AbsaModel, build_model, count_parameters, joint
+from absa_lib.models import MODELS, AbsaModel, build_model, count_parameters, joint, traits
 from absa_lib.models.other.alstm import glove_table
 from absa_lib.models.other.man import gram_distance, man_attention
 from absa_lib.models.other.orthogonal import OrthogonalAttention, gather_query
 from absa_lib.training import config as run_config
 from absa_lib.training import runs
 
-OTHER = ("atae-lstm", "ae-lstm", "at-lstm", "man-bert", "oa-bert")
+OTHER = tuple(name for name, m in MODELS.items() if m.head_lr is not None)    # the other papers' systems
 SMALL_LSTM = {"alstm_hidden": 12, "alstm_aspect_dim": 6}
 
 
@@ -369,7 +369,7 @@ def test_token_attention_of_each_model_and_a_clear_error_without_attention():
     from absa_lib.evaluation.analysis import extract_attention, token_attention
 
     b = batch(pad_second=4)
-    for name in ("atae-lstm", "at-lstm", "man-bert", "oa-bert", "qacg-bert", "cg-bert"):
+    for name in (n for n in MODELS if traits(n).context_ids and n != "ae-lstm"):    # all that read a context
         w = token_attention(make(name), b)
         assert w.shape == (4, 10) and (w[1, -4:] == 0).all() and w.abs().sum() > 0, name
     with pytest.raises(AbsaError, match="no attention maps"):

@@ -15,7 +15,7 @@ tokens, lower-cased and with its masks spelt out) and divided by the sum over th
 sentence ("location - 1 - price"), which name the target and aspect rather than say anything about
 them. For the B input variants (one yes/no input per candidate label) the explained input is the one
 of the predicted label, and c its "yes". Defined for the models whose words go through a BERT
-embedding block: BERT-single, BERT-pair, CG-BERT, QACG-BERT (:data:`EXPLAINED`).
+embedding block: BERT-single, BERT-pair, CG-BERT, QACG-BERT (``names_with(explainable=True)``).
 
 For QACG-BERT, :func:`attention_words` adds Figure 5's view of one layer and head: the column sums
 over the query tokens of Â = A_self + λ_A ⊙ A_quasi (Eq. 4), of A_self and of λ_A ⊙ A_quasi, each
@@ -35,15 +35,15 @@ from absa_lib.errors import AbsaError
 from absa_lib.evaluation.analysis import extract_components, gradient_sensitivity
 from absa_lib.models import MODELS, names_with, traits
 
-EXPLAINED = names_with(explainable=True)
 ROWS_PER_PASS = 16           # inputs differentiated together (memory grows with it, time hardly)
 
 
 def check_explainable(model_name: str) -> None:
     """One line for a model whose predictions cannot be explained this way."""
-    if model_name not in EXPLAINED:
+    explained = names_with(explainable=True)       # asked now: a model registered later counts
+    if model_name not in explained:
         raise AbsaError(f"--explain: word relevance is the gradient at a BERT embedding block, defined for "
-                        f"{', '.join(EXPLAINED)}; a {model_name} model has none (the LSTMs embed words with "
+                        f"{', '.join(explained)}; a {model_name} model has none (the LSTMs embed words with "
                         "their own table, MAN-BERT and OA-BERT read BERT's token states through their own "
                         "attention): predict without --explain")
 

@@ -22,6 +22,7 @@ the random draws); :meth:`AbsaPreTrainedModel.init_weights` therefore draws noth
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,14 +70,15 @@ class AbsaPreTrainedModel(PreTrainedModel):
                             "AbsaModel.from_pretrained(...)")
         super().__init__(config, *args, **kwargs)
 
-    # model name -> class, and the class of a set of bert-single classifiers: absa_lib.models.registry
-    # registers them (it imports every model; this base, below them, imports none)
-    _classes: dict = {}
+    # the registry's models (name -> record with its ``cls``), and the class of a set of bert-single
+    # classifiers: absa_lib.models.registry registers them (it imports every model; this base, below
+    # them, imports none). The mapping itself is kept, not a copy: a model added to it later loads too.
+    _models: Mapping = {}
     _per_context = None
 
     @staticmethod
-    def register(classes: dict[str, type[AbsaPreTrainedModel]], per_context: type[AbsaPreTrainedModel]) -> None:
-        AbsaPreTrainedModel._classes = dict(classes)
+    def register(models: Mapping, per_context: type[AbsaPreTrainedModel]) -> None:
+        AbsaPreTrainedModel._models = models
         AbsaPreTrainedModel._per_context = per_context
 
     @staticmethod
@@ -84,10 +86,10 @@ class AbsaPreTrainedModel(PreTrainedModel):
         """The class that implements a saved ``config``: a set of bert-single classifiers or one model."""
         if getattr(config, "per_context_models", None) is not None:
             return AbsaPreTrainedModel._per_context
-        if config.absa_model not in AbsaPreTrainedModel._classes:
+        if config.absa_model not in AbsaPreTrainedModel._models:
             raise AbsaError(f"{source}: absa_model {config.absa_model!r} is not one of "
-                            f"{', '.join(AbsaPreTrainedModel._classes)}; not a model saved by absa_lib")
-        return AbsaPreTrainedModel._classes[config.absa_model]
+                            f"{', '.join(AbsaPreTrainedModel._models)}; not a model saved by absa_lib")
+        return AbsaPreTrainedModel._models[config.absa_model].cls
 
     def init_weights(self) -> None:
         """Nothing to do: the subclasses initialise their layers in ``__init__`` (see the module

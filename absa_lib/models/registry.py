@@ -69,7 +69,7 @@ MODELS: dict[str, Model] = {
     "oa-bert": Model(OABertModel, ("oa_variant", "oa_layers", "oa_block", "oa_mask_context", "oa_pool",
                                    "oa_filters", "oa_kernel", "oa_stride", "head_lr"), head_lr=1e-4),
 }
-AbsaPreTrainedModel.register({name: m.cls for name, m in MODELS.items()}, per_context=PerContextModel)
+AbsaPreTrainedModel.register(MODELS, per_context=PerContextModel)
 
 
 def traits(name: str) -> Model:
