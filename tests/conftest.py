@@ -110,6 +110,21 @@ def tiny_run(tmp_path_factory, tiny_config):
 
 
 @pytest.fixture(scope="session")
+def tiny_systems(tiny_config):
+    """``tiny_systems(runs_dir, models)``: the tiny run of each of ``models`` for seeds 3 and 4, trained
+    into ``runs_dir`` (two systems of two seeds each: enough for ``absa summary`` and ``absa compare``)."""
+    from absa_lib.training.loop import train
+
+    def train_all(runs_dir: Path, models: tuple[str, ...]) -> Path:
+        for model in models:
+            for seed in (3, 4):
+                train(tiny_config(model=model, seed=seed), runs_dir=runs_dir, progress=False)
+        return runs_dir
+
+    return train_all
+
+
+@pytest.fixture(scope="session")
 def review() -> str:
     """A SentiHood-style review naming both targets, for `absa predict`."""
     return "LOCATION1 is cheap but LOCATION2 is not safe"

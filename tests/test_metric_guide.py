@@ -39,15 +39,9 @@ def new_metric():
 
 
 @pytest.fixture(scope="module")
-def new_runs(new_metric, tiny_config, tmp_path_factory) -> Path:
+def new_runs(new_metric, tiny_systems, tmp_path_factory) -> Path:
     """Two tiny systems, two seeds each, trained with the new metric declared."""
-    from absa_lib.training.loop import train
-
-    runs_dir = tmp_path_factory.mktemp("runs")
-    for model in ("qacg-bert", "cg-bert"):
-        for seed in (3, 4):
-            train(tiny_config(model=model, seed=seed), runs_dir=runs_dir, progress=False)
-    return runs_dir
+    return tiny_systems(tmp_path_factory.mktemp("runs"), ("qacg-bert", "cg-bert"))
 
 
 def test_the_guide_says_what_this_file_does():

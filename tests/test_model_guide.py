@@ -42,15 +42,9 @@ def new_model():
 
 
 @pytest.fixture(scope="module")
-def runs_dir(new_model, tiny_config, tmp_path_factory) -> Path:
+def runs_dir(new_model, tiny_systems, tmp_path_factory) -> Path:
     """Two seeds of the new model and of BERT-pair, tiny."""
-    from absa_lib.training.loop import train
-
-    runs_dir = tmp_path_factory.mktemp("runs")
-    for model in (NAME, "bert-pair"):
-        for seed in (3, 4):
-            train(tiny_config(model=model, seed=seed), runs_dir=runs_dir, progress=False)
-    return runs_dir
+    return tiny_systems(tmp_path_factory.mktemp("runs"), (NAME, "bert-pair"))
 
 
 def test_the_guide_says_what_this_file_does():
