@@ -138,7 +138,6 @@ def recall_metric(dataset: str) -> str:
 METRIC_KEYS = {dataset: metric_keys(dataset) for dataset in ("sentihood", "semeval")}
 OWN_METRIC_KEYS = tuple(m.key for m in REGISTRY if OWN_DATA in m.datasets)
 SELECTION_METRIC = {dataset: selection_metric(dataset) for dataset in METRIC_KEYS}
-RECALL_METRIC = {dataset: recall_metric(dataset) for dataset in METRIC_KEYS}
 NOT_RECORDED = "not recorded by runs written before it existed"
 """Why a run lacks a metric that the registry declares (the tables, ``absa summary``, ``absa compare``)."""
 F1_OF_MEANS = "aspect_f1_of_means"    # SemEval Table 2 convention, see aggregate_seeds

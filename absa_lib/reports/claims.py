@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from absa_lib.evaluation.metrics import SELECTION_METRIC
+from absa_lib.evaluation.metrics import selection_metric
 from absa_lib.evaluation.significance import ALPHA, POWER, RULE, TAU, family, seeds_needed
 from absa_lib.reports.compare import compare, verdict_columns
 from absa_lib.reports.paper_numbers import DATASET_NAMES, METRIC_TITLES, PAIR_NLI_M, PAPER_TABLES
@@ -105,7 +105,7 @@ def _paper_gain(dataset: str, rows: tuple[str, str] | None, metric: str) -> floa
 
 def _failed(dataset: str, runs: list, protocol: str, floors: dict[str, float]) -> bool:
     """Whether any seed of a side stays within :data:`FAILURE_MARGIN` of the trivial floor."""
-    metric = SELECTION_METRIC[dataset]
+    metric = selection_metric(dataset)
     return any(100.0 * r.selected(protocol)["test"][metric] < floors[dataset] + FAILURE_MARGIN for r in runs)
 
 
@@ -125,7 +125,7 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
     records, verdicts = [], []
     for claim in CLAIMS:
         for dataset in datasets:
-            metric = SELECTION_METRIC[dataset]
+            metric = selection_metric(dataset)
             sides = [[r for r in runs if r.config["dataset"] == dataset and _matches(r.config, fields)]
                      for fields in (claim.a, claim.b)]
             for budget in sorted({budget_key(r.config) for r in sides[0]}, key=lambda key: names[key]):

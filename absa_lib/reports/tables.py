@@ -35,10 +35,10 @@ from absa_lib.errors import AbsaError
 from absa_lib.evaluation.metrics import (
     F1_OF_MEANS,
     NOT_RECORDED,
-    SELECTION_METRIC,
     aggregate_seeds,
     compute_metrics,
     recall_metric,
+    selection_metric,
     table_metrics,
 )
 from absa_lib.fileio import atomic_write_bytes
@@ -197,7 +197,7 @@ def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
     the dataset's selection metric, ``(row name, value in %)``: the floor a figure of that metric
     draws."""
 
-    metric = SELECTION_METRIC[dataset]
+    metric = selection_metric(dataset)
     name, metrics = max(trivial.items(), key=lambda item: item[1][metric])
     return name, 100 * metrics[metric]
 
@@ -409,7 +409,7 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]
         if protocol == "test_best":
 
-            title = next(t for key, t, _ in metrics if key == SELECTION_METRIC[dataset])
+            title = next(t for key, t, _ in metrics if key == selection_metric(dataset))
             lines += [f"Each run's epoch is the one with the best test {title}: that column is optimistic; the "
                       "others are read at the same epoch and can be lower than with dev-best.", ""]
         block = df[(df["selection"] == protocol) | df["source"].isin((REPORTED, TRIVIAL))]
