@@ -36,8 +36,8 @@ from absa_lib._version import __version__
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 _API = {  # name: the module that defines it
-    "AbsaError": "absa_lib.errors", "TrainConfig": "absa_lib.training.config", "Run": "absa_lib.training.runs",
-    "train": "absa_lib.training.loop", "find_runs": "absa_lib.training.runs", "load_run": "absa_lib.training.runs",
+    "AbsaError": "absa_lib.errors", "TrainConfig": "absa_lib.training.config", "Run": "absa_lib.training.records",
+    "train": "absa_lib.training.loop", "find_runs": "absa_lib.training.records", "load_run": "absa_lib.training.records",
     "load_examples": "absa_lib.data.datasets", "build_inputs": "absa_lib.data.inputs",
     "register_dataset": "absa_lib.data.own_data", "build_model": "absa_lib.models.registry",
     "load_tokenizer": "absa_lib.models.backbones", "compute_metrics": "absa_lib.evaluation.metrics",

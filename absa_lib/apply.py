@@ -34,8 +34,7 @@ from absa_lib.evaluation.inference import class_probabilities, for_inference, pr
 from absa_lib.evaluation.predictions import label_columns
 from absa_lib.fileio import decode_utf8
 from absa_lib.models import load_tokenizer
-from absa_lib.training.config import config_from_record
-from absa_lib.training.runs import EXPORT_RECORD, ExportedModel, Run, load_model_folder
+from absa_lib.training.records import ExportedModel, Run, load_model_folder
 
 
 def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Example]:
@@ -204,7 +203,7 @@ def predict_texts(run: Run | ExportedModel | str | os.PathLike, texts: list[str]
 
     prefix = _error_prefixes(texts, targets, locations, names)
     run = run if isinstance(run, (Run, ExportedModel)) else load_model_folder(run)
-    config = config_from_record(run.config, run.path / (EXPORT_RECORD if isinstance(run, ExportedModel) else "config.json"))
+    config = run.config                     # checked once, when the folder was loaded
     if explain_head is not None and not explain:
         raise AbsaError("explain_head shows an explanation's attention: pass explain=True too (--explain)")
     if explain:
@@ -316,7 +315,7 @@ def predict_text(run: Run | ExportedModel | str | os.PathLike, text: str, target
     run = run if isinstance(run, (Run, ExportedModel)) else load_model_folder(run)
     (result,) = predict_texts(run, [text], targets, truncate, model, tokenizer, names=[""],
                               locations=locations, explain=explain, inference=inference, explain_head=explain_head)
-    return {"run": str(run.path), "dataset": run.config["dataset"], "text": result["text"],
+    return {"run": str(run.path), "dataset": run.config.dataset, "text": result["text"],
             "truncated": result["truncated"], **({"words": result["words"]} if explain else {}),
             "predictions": result["predictions"]}
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import errno
+import functools
+import hashlib
 import io
 import json
 import os
@@ -114,6 +116,27 @@ def csv_rows(text: str, path: Path) -> Iterator[tuple[int, list[str]]]:
                             "left open? Write each row, text included, on one line")
         yield start, row
         start = reader.line_num + 1
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256_cached(path: Path) -> str:
+    """:func:`file_sha256`, computed once per process for a file of one size and modification time
+    (the backbone's weights, hashed for every run's identity)."""
+    stat = path.stat()
+    return _sha256_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _sha256_cached(path: str, mtime_ns: int, size: int) -> str:
+    return file_sha256(Path(path))
 
 
 def read_json(path: Path) -> Any:

@@ -30,7 +30,7 @@ from absa_lib.evaluation.inference import INFERENCE, class_probabilities, for_in
 from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.models import load_tokenizer
 from absa_lib.reports.tables import metric_columns
-from absa_lib.training.runs import device_name, load_run
+from absa_lib.training.records import load_run
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ def main() -> None:
         gold = np.array([e.label_id for e in examples])
         scores = {mode: compute_metrics(c["dataset"], gold, p) for mode, p in probs.items()}
         print(f"\n{c['dataset']} {c['model']} {c['aux']} seed {c['seed']} (run {run.run_id}, trained on "
-              f"{device_name(run.env)}): {len(examples)} test examples, batch {args.batch_size}")
+              f"{run.env.device_name}): {len(examples)} test examples, batch {args.batch_size}")
         print(f"  {'mode':<5} {'ex/s':>7} {'speed-up':>8} {'labels changed':>15}  " +
               "  ".join(f"{title} (Δ)" for _, title, _ in metric_columns(c["dataset"])))
         for mode in runners:

@@ -270,7 +270,7 @@ for ds in datasets:
 rows = [{"dataset": r.config["dataset"], "seed": r.config["seed"], "epoch": e["epoch"],
          **{f"w_{k}": v for k, v in e.get("task_weights", {}).items()},
          **{f"dev_L_{k}": v for k, v in e.get("dev_task_losses", {}).items()}}
-        for r in runs if r.config.get("objective") == "joint-dwa" for e in r.metrics["epochs"]]
+        for r in runs if r.config.get("objective") == "joint-dwa" for e in r.metrics.epochs]
 show_table(pd.DataFrame(rows))
 
 # %% [markdown]
@@ -330,7 +330,7 @@ if allow_training:
 
 # %%
 from absa_lib.reports import claims
-from absa_lib.training.runs import find_runs
+from absa_lib.training.records import find_runs
 
 every_run = find_runs(notebook.dirs.runs)            # the runs of 02-06, and any other of this runs folder
 floors = {ds: tables.trivial_floor(ds, tables.trivial_baselines_of(ds, every_run, notebook.data_dir))[1] for ds in datasets}

@@ -44,22 +44,16 @@ from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
 from absa_lib.reports.paper_numbers import METRICS
 from absa_lib.reports.tables import aggregate_metrics
-from absa_lib.training.config import NEUTRAL_DEFAULTS, TrainConfig
-from absa_lib.training.runs import describe, find_runs
+from absa_lib.training.config import TrainConfig, describe
+from absa_lib.training.records import find_runs
 
 NOT_COMPARED = ("run_id", "absa_lib_version")      # bookkeeping, not configuration
 MACHINE = "machine"                                # the pseudo-field: same configuration, another machine
 
 
-def full(config: dict) -> dict:
-    """The recorded configuration, a field an older record lacks at its neutral default (as in the
-    run's identity)."""
-    return {**NEUTRAL_DEFAULTS, **config}
-
-
 def key(config: dict, *leave_out: str) -> str:
     """The configuration without ``leave_out`` (and bookkeeping), as a comparable string."""
-    return json.dumps({k: v for k, v in full(config).items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
+    return json.dumps({k: v for k, v in config.items() if k not in (*NOT_COMPARED, *leave_out)}, sort_keys=True)
 
 
 def percent(dataset: str, split_metrics: dict) -> dict[str, float]:
@@ -69,13 +63,13 @@ def percent(dataset: str, split_metrics: dict) -> dict[str, float]:
 
 def scores(run) -> dict[str, float]:
     """The run's test metrics at its dev-best epoch, in %, keyed as the tables are."""
-    return percent(run.config["dataset"], run.selected("dev_best")["test"])
+    return percent(run.config.dataset, run.selected("dev_best")["test"])
 
 
 def same_epoch(a, b, first: int) -> dict[str, dict[str, list[float]]]:
     """|b − a| in points at each epoch from ``first`` that both runs reached: split -> metric -> list."""
-    dataset = a.config["dataset"]
-    at_a, at_b = ({e["epoch"]: e for e in r.metrics["epochs"] if e["epoch"] >= first} for r in (a, b))
+    dataset = a.config.dataset
+    at_a, at_b = ({e["epoch"]: e for e in r.metrics.epochs if e["epoch"] >= first} for r in (a, b))
     both = sorted(at_a.keys() & at_b.keys())
     out = {}
     for split in ("test", "dev"):
@@ -88,7 +82,7 @@ def same_epoch(a, b, first: int) -> dict[str, dict[str, list[float]]]:
 def machine(run) -> str:
     """The machine a run was trained on, as its env.json names it."""
     env = run.env
-    return env.get("gpu") or env.get("cpu_model") or f"{env.get('device', 'a')} (CPU model not recorded)"
+    return env.gpu or env.cpu_model or f"{env.device or 'a'} (CPU model not recorded)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     leave_out = () if args.field == MACHINE else tuple(asked)
-    value = machine if args.field == MACHINE else (lambda r: "/".join(str(full(r.config).get(f)) for f in asked))
+    value = machine if args.field == MACHINE else (lambda r: "/".join(str(r.config.get(f)) for f in asked))
     by_key, by_seedless = {}, {}
     for run in base:
         by_key.setdefault(key(run.config, *leave_out), []).append(run)
@@ -135,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def scale_of(pair):
         """The SCALE runs of the pair's configuration at its seed and at the next seed up SCALE holds."""
-        seeds = sorted(by_seedless.get(key(pair.config, "seed"), []), key=lambda r: r.config["seed"])
-        return ([r for r in seeds if r.config["seed"] == pair.config["seed"]],
-                [r for r in seeds if r.config["seed"] > pair.config["seed"]])
+        seeds = sorted(by_seedless.get(key(pair.config, "seed"), []), key=lambda r: r.config.seed)
+        return ([r for r in seeds if r.config.seed == pair.config.seed],
+                [r for r in seeds if r.config.seed > pair.config.seed])
 
     values = {str(value(r)) for r in (*new, *base)}
     if args.base_value is not None and args.base_value not in values:
@@ -154,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     found = {}                                   # {run, pair} -> (run, pair): each pair once, not twice
     for run in sorted(new, key=lambda r: describe(r.config)):
         name = describe(run.config)
-        if run.config["dataset"] not in METRICS:
-            print(f"{name}: skipped (dataset {run.config['dataset']!r} has no table metrics; "
+        if run.config.dataset not in METRICS:
+            print(f"{name}: skipped (dataset {run.config.dataset!r} has no table metrics; "
                   f"expected one of {', '.join(METRICS)})")
             continue
         pair = [r for r in by_key.get(key(run.config, *leave_out), []) if r.path.resolve() != run.path.resolve()
@@ -171,14 +165,14 @@ def main(argv: list[str] | None = None) -> int:
             found[both] = (run, pair[0])
     deltas: dict[str, dict[str, dict[str, list[float]]]] = {}      # dataset -> metric -> {field, seed}
     for run, pair in found.values():
-        dataset, name = run.config["dataset"], describe(run.config)
+        dataset, name = run.config.dataset, describe(run.config)
         anchor, others = scale_of(pair)
         a, b = scores(pair), scores(run)
         c0, c = (scores(anchor[0]), scores(others[0])) if anchor and others else ({}, {})
         print(f"{name}: {args.field} {value(pair)} -> {value(run)}"
-              + (f"; scale: seed {others[0].config['seed']}" if c else
+              + (f"; scale: seed {others[0].config.seed}" if c else
                  f"; no scale: {args.scale} holds this configuration with "
-                 + (f"no seed above {pair.config['seed']}" if anchor else f"no seed {pair.config['seed']}")))
+                 + (f"no seed above {pair.config.seed}" if anchor else f"no seed {pair.config.seed}")))
         for metric, title, _ in METRICS[dataset]:
             d_field = b[metric] - a[metric]
             d_seed = c[metric] - c0[metric] if c else None
@@ -188,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             slot["field"].append(abs(d_field))
             if c:
                 slot["seed"].append(abs(d_seed))
-        la, lb = (r.metrics["epochs"][-1].get("train_loss") for r in (pair, run))
+        la, lb = (r.metrics.epochs[-1].get("train_loss") for r in (pair, run))
         if la is not None and lb is not None:          # last bits that need not reach the metrics
             print(f"    {'training loss':<22} {la:.7f} -> {lb:.7f}  (relative {abs(lb - la) / max(abs(la), 1e-300):.1e})")
         if args.epochs_from is not None:                  # the selected epoch aside: the same epoch

@@ -57,15 +57,15 @@ from absa_lib.harness.runner import PARTS, profile_cells, select
 from absa_lib.harness.session import resolve_dir, source_runs, sources_text
 from absa_lib.models.backbones import backbone_dir, folder_fingerprint
 from absa_lib.paths import repo_root
-from absa_lib.training.config import NEUTRAL_DEFAULTS, epochs_text, resolved, run_path
-from absa_lib.training.runs import (
+from absa_lib.training.config import epochs_text, resolved, run_path
+from absa_lib.training.records import (
     KEPT_RECORD_FILES,
     RECORD_FILES,
-    device_name,
+    RunFolder,
+    epoch_seconds,
     find_runs,
     load_run,
-    marked_complete,
-    run_seconds,
+    run_folders,
 )
 
 ANALYSIS_NOTEBOOKS = ("05_figures", "06_other_attention")   # they compute the figure arrays
@@ -121,12 +121,10 @@ def make_carry(dest: Path, data_dir=None, reference: Path | None = None, new_fin
 def gpu_fingerprints(reference: Path) -> set[str]:
     """The MiniLM fingerprints of the reference's runs trained on a GPU (the carried copy's)."""
     found = set()
-    for config_path in Path(reference).glob("runs/*/*/*/config.json"):
-        env_path = config_path.parent / "env.json"
-        if env_path.is_file() and read_json(env_path).get("device") == "cuda":
-            config = read_json(config_path)
-            if config.get("backbone") == "minilm" and config.get("backbone_fingerprint"):
-                found.add(config["backbone_fingerprint"])
+    for folder, complete in run_folders(Path(reference) / "runs"):
+        run = load_run(folder) if complete else None
+        if run is not None and run.env.device == "cuda" and run.config.backbone == "minilm" and run.config.backbone_fingerprint:
+            found.add(run.config.backbone_fingerprint)
     return found
 
 
@@ -256,14 +254,13 @@ def plan_lines(planned: list[list[tuple]], specs: list[GridSpec], reference: Pat
 def other_seeds_text(config, runs: list) -> str:
     """``; other seeds: 335–339 s on NVIDIA H200, 428 s on NVIDIA H100`` for the finished ``runs`` of
     ``config``'s cell with another seed (every training field the same but the seed): the range of
-    their :func:`run_seconds` on each device, and of the whole process where a grid recorded it
+    their :func:`~absa_lib.training.records.epoch_seconds` on each device, and of the whole process where a grid recorded it
     (``(process 428 s)``), and how many runs were training beside them, where they recorded it
     (``3–6 at once``: the range over their epochs), since that changes the time (docs/evidence/costs_and_speed.md,
     "GPU cost, measured"). Empty when there is none."""
 
     want = {k: v for k, v in resolved(config).to_dict().items() if k != "seed"}
-    like = [r for r in runs if r.config.get("seed") != config.seed
-            and all(r.config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in want.items())]
+    like = [r for r in runs if r.config.seed != config.seed and all(r.config.get(k) == v for k, v in want.items())]
     if not like:
         return ""
 
@@ -276,12 +273,12 @@ def other_seeds_text(config, runs: list) -> str:
 
     by_device: dict[str, tuple[list[int], list[int], list[int]]] = {}
     for r in like:
-        device = device_name(r.env) or "an unnamed machine"
+        device = r.env.device_name or "an unnamed machine"
         seconds, process, beside = by_device.setdefault(device, ([], [], []))
-        seconds.append(round(run_seconds(r.metrics)))
-        if "process_seconds" in r.metrics:
-            process.append(round(r.metrics["process_seconds"]))
-        beside += [e["runs_training"] for e in r.metrics["epochs"] if "runs_training" in e]
+        seconds.append(round(r.metrics.seconds))
+        if r.metrics.process_seconds is not None:
+            process.append(round(r.metrics.process_seconds))
+        beside += [e["runs_training"] for e in r.metrics.epochs if "runs_training" in e]
     return "; other seeds: " + ", ".join(span(t) + notes(w, n) + f" on {device}"
                                           for device, (t, w, n) in sorted(by_device.items()))
 
@@ -353,7 +350,7 @@ def seed_runs(work: Path, reference: Path) -> int:
 
     runs_dir = Path(work) / "runs"
     runs = [r for r in find_runs(Path(reference) / "runs")
-            if not (runs_dir / r.config["dataset"] / r.config["model"] / r.run_id).exists()]
+            if not (runs_dir / r.config.dataset / r.config.model / r.run_id).exists()]
     export_records(runs, work)
     seeded_file = runs_dir / "seeded.json"
     seeded = set(read_json(seeded_file)) if seeded_file.is_file() else set()
@@ -403,7 +400,7 @@ def is_running(record: dict) -> bool:
 
 def marked_done(path: Path) -> bool:
 
-    return marked_complete(Path(path) / "metrics.json")
+    return RunFolder(path).marked_complete()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -423,10 +420,10 @@ def cell_status(work: Path) -> list[dict]:
             path = run_path(cell.config, params["runs_dir"])
             row = {"grid": i, "dataset": cell.config.dataset, "label": cell.label, "seed": cell.config.seed,
                    "part": cell.part, "run_id": path.name}
-            metrics = _read_or_none(path / "metrics.json")
+            metrics = _read_or_none(RunFolder(path).metrics)
             epochs = len(metrics.get("epochs", [])) if metrics else 0
             if metrics and metrics.get("complete"):
-                row.update(state="done", seconds=run_seconds(metrics))
+                row.update(state="done", seconds=epoch_seconds(metrics.get("epochs", [])))
             elif path.is_dir():
                 row.update(state="training" if running else "failed", epochs=f"{epochs}/{cell.config.epochs}")
                 left = seconds_left(metrics, cell.config.epochs) if running else None
@@ -450,7 +447,7 @@ def seconds_left(metrics: dict | None, epochs: int) -> int | None:
         return 0
     if len(done) < 2:
         return None
-    return round(run_seconds({"epochs": done[-1:]}) * (epochs - len(done)))
+    return round(epoch_seconds(done[-1:]) * (epochs - len(done)))
 
 
 def _tail(log_file: Path, lines: int = 20) -> list[str]:
@@ -552,13 +549,12 @@ def write_bundle(work: Path, bundle: Path, extra: dict | None = None) -> dict:
     seeded = set(read_json(runs_dir / "seeded.json")) if (runs_dir / "seeded.json").is_file() else set()
     files: dict[str, bytes] = {}
     trained = set()
-    for metrics in sorted(runs_dir.glob("*/*/*/metrics.json")):
-        run = metrics.parent
-        if run.name in seeded or not marked_done(run):
+    for run, complete in run_folders(runs_dir) if runs_dir.is_dir() else []:
+        if run.name in seeded or not complete:
             continue
         trained.add(run.name)
-        for name in (n for n in KEPT_RECORD_FILES if (run / n).is_file()):
-            files[f"runs/{run.parent.parent.name}/{run.parent.name}/{run.name}/{name}"] = (run / name).read_bytes()
+        for src in RunFolder(run).record_files():
+            files[f"runs/{run.parent.parent.name}/{run.parent.name}/{run.name}/{src.name}"] = src.read_bytes()
 
     analysis = []
     for path in sorted((work / "results" / "analysis").glob("*.json")):
@@ -650,7 +646,7 @@ def import_bundle(bundle: Path, reference: Path, dry_run: bool = False, allow_ti
                        {name: files[name] for name in arrays})
     verb = "would add" if dry_run else "added"
     for run in new:
-        log(f"[import] {verb} {import_line(run.config, run.run_id)} ({run.env.get('gpu') or run.env.get('device')})")
+        log(f"[import] {verb} {import_line(run.config, run.run_id)} ({run.env.gpu or run.env.device})")
     for name in arrays:
         before = replaced[name]
         log(f"[import] {verb} {name}: {sources_text(metas[name])}" + (f", replacing {sources_text(before)}" if before else ""))
@@ -718,9 +714,9 @@ def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow
             raise AbsaError(f"{bundle}: {rel} lacks {', '.join(missing)}; refusing the bundle")
         run = load_run(run_dir)       # complete, and its configuration hashes to its folder's name
         run.kept()                    # its kept predictions, if it names any, are the ones it names
-        if rel.parts[1:3] != (run.config["dataset"], run.config["model"]):
-            raise AbsaError(f"{bundle}: {rel} holds a {run.config['dataset']} {run.config['model']} run; refusing the bundle")
-        if run.config["backbone"] == "tiny" and not allow_tiny:
+        if rel.parts[1:3] != (run.config.dataset, run.config.model):
+            raise AbsaError(f"{bundle}: {rel} holds a {run.config.dataset} {run.config.model} run; refusing the bundle")
+        if run.config.backbone == "tiny" and not allow_tiny:
             raise AbsaError(f"{bundle}: {rel} was trained on the tiny random backbone (a test run whose numbers mean "
                             "nothing); refusing the bundle")
         held = reference / rel
@@ -741,7 +737,7 @@ def _bundle_arrays(bundle: Path, files: dict, reference: Path, new_runs: set[str
     """The bundle's analysis arrays, each checked to come from runs the reference holds once the new
     runs ``new_runs`` are in: ``{file name: its meta}``."""
 
-    known = new_runs | {m.parent.name for m in reference.glob("runs/*/*/*/metrics.json") if marked_complete(m)}
+    known = new_runs | {f.name for f, complete in run_folders(reference / "runs") if complete}
     metas = {}
     for name in sorted(n for n in files if n.startswith("analysis/")):
         try:

@@ -21,7 +21,8 @@ from absa_lib.commands import positive
 from absa_lib.errors import AbsaError
 from absa_lib.reports.paper_numbers import METRICS
 from absa_lib.reports.plateau import LAST, epoch_spread, spread_markdown, spread_table
-from absa_lib.training.runs import describe, find_runs
+from absa_lib.training.config import describe
+from absa_lib.training.records import find_runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,15 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     except AbsaError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    runs = [r for r in runs if r.config["dataset"] in METRICS and len(r.metrics["epochs"]) > args.last]
+    runs = [r for r in runs if r.config.dataset in METRICS and len(r.metrics.epochs) > args.last]
     if not runs:
         print(f"error: {args.runs}: no finished {args.dataset or 'SentiHood or SemEval'} run"
               + (f" of {args.epochs} epochs" if args.epochs else "")
               + f" with more than --last {args.last} epochs", file=sys.stderr)
         return 2
-    for run in sorted(runs, key=lambda r: (describe(r.config, seed=False), r.config["seed"])):
-        titles = {metric: title for metric, title, _ in METRICS[run.config["dataset"]]}
-        print(f"{describe(run.config)}: dev-best epoch {run.selected('dev_best')['epoch']} of {len(run.metrics['epochs'])}")
+    for run in sorted(runs, key=lambda r: (describe(r.config, seed=False), r.config.seed)):
+        titles = {metric: title for metric, title, _ in METRICS[run.config.dataset]}
+        print(f"{describe(run.config)}: dev-best epoch {run.selected('dev_best')['epoch']} of {len(run.metrics.epochs)}")
         print(f"    {'test metric':<14} {'dev-best':>8} {f'last {args.last}':>8} {'gap':>6}   test-best (epoch)")
         for metric, r in epoch_spread(run, args.last).items():
             print(f"    {titles[metric]:<14} {r['dev_best']:8.1f} {r['plateau']:8.1f} {r['dev_best'] - r['plateau']:+6.1f}"

@@ -166,8 +166,7 @@ def edit_json():
 def rewrite_checksums():
     """``rewrite_checksums(folder)``: what a swapped-in checkpoint of another run looks like, consistent
     with its own checksums."""
-    from absa_lib.data.download import file_sha256
-    from absa_lib.fileio import atomic_write_json
+    from absa_lib.fileio import atomic_write_json, file_sha256
     from absa_lib.training.checkpoint import CHECKSUMS
 
     def rewrite(ckpt: Path) -> None:
@@ -222,3 +221,33 @@ def other_trainer():
     for thread, release in held:
         release.set()
         thread.join()
+
+
+def typed_run(record: dict, metrics: dict | None = None, env: dict | None = None, path: Path | None = None):
+    """A :class:`~absa_lib.training.records.Run` built in memory from records as ``load_run`` types
+    them (a record of an earlier format upgraded), without the checks of a loaded folder (no files,
+    no run-id hash): for the tests of what reads runs. ``metrics``: ``selection`` and/or ``epochs``."""
+    from absa_lib.training.config import TrainConfig
+    from absa_lib.training.records import Run, RunConfig, RunEnv, RunMetrics
+    from absa_lib.training.records.upgrade import config_fields, env_fields
+
+    metrics = metrics or {}
+    epochs, metric = metrics.get("epochs", []), metrics.get("selection_metric", "aspect_strict_acc")
+    typed = RunMetrics(epochs=epochs, selection=metrics.get("selection", {}),
+                       selection_metric=metric, complete=True, predictions=metrics.get("predictions"),
+                       process_seconds=metrics.get("process_seconds"))
+    config = RunConfig(train=TrainConfig(**config_fields(record)), record=record)
+    return Run(path=path or Path("runs") / record["dataset"] / record["model"] / str(record.get("run_id")),
+               config=config, metrics=typed, env=RunEnv(env_fields(env) if env else {}))
+
+
+def with_record(run, **fields):
+    """``run`` with its config record changed in ``fields`` (typed again; the rest of the run as it is)."""
+    import dataclasses
+
+    from absa_lib.training.config import TrainConfig
+    from absa_lib.training.records import RunConfig
+    from absa_lib.training.records.upgrade import config_fields
+
+    record = {**run.config.record, **fields}
+    return dataclasses.replace(run, config=RunConfig(train=TrainConfig(**config_fields(record)), record=record))

@@ -15,7 +15,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
 from absa_lib.training.checkpoint import CHECKSUMS, IDENTITY
 from absa_lib.training.loop import train
-from absa_lib.training.runs import load_run
+from absa_lib.training.records import load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -115,7 +115,7 @@ def test_non_finite_probabilities_are_refused_not_printed(runs, monkeypatch, rev
     (lambda m: {**m, "epochs": [m["epochs"][0], {**m["epochs"][1], "epoch": 1}]}, "epochs [1, 1] recorded"),
 ])
 def test_the_epochs_of_a_record_are_the_configs(runs, change, needle, refused, edit_json):
-    from absa_lib.training.runs import select_epochs
+    from absa_lib.training.records import select_epochs
 
     root, _, b = runs
 

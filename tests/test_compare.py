@@ -15,7 +15,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.evaluation import significance as S
 from absa_lib.evaluation.significance import TAU, Verdict, eps_min, paired_differences
 from absa_lib.reports.compare import compare
-from absa_lib.training.runs import find_runs
+from absa_lib.training.records import find_runs
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
 
@@ -102,10 +102,10 @@ def test_eps_min_is_seeded_and_refuses_what_it_cannot_test():
 @pytest.fixture(scope="module")
 def semeval():
     runs = find_runs(RUNS, dataset="semeval", epochs=25)
-    return {"qacg": [r for r in runs if r.config["model"] == "qacg-bert" and r.config["aux"] == "none"
-                     and not r.config["model_overrides"] and r.config["objective"] == "single"
-                     and r.config["preset"] == "paper"],
-            "pair": [r for r in runs if r.config["model"] == "bert-pair" and r.config["sampler"] == "uniform"]}
+    return {"qacg": [r for r in runs if r.config.model == "qacg-bert" and r.config.aux == "none"
+                     and not r.config.model_overrides and r.config.objective == "single"
+                     and r.config.preset == "paper"],
+            "pair": [r for r in runs if r.config.model == "bert-pair" and r.config.sampler == "uniform"]}
 
 
 def test_qacg_without_aux_against_bert_pair_on_semeval_at_25_epochs(semeval):
@@ -132,7 +132,7 @@ def test_sides_not_scored_alike_are_refused(semeval):
     with pytest.raises(AbsaError, match="runs of 2 configurations"):
         compare(semeval["qacg"] + semeval["pair"], semeval["pair"])
     with pytest.raises(AbsaError, match="seeds 44 are on one side only"):
-        compare([r for r in semeval["qacg"] if r.config["seed"] != 44], semeval["pair"])
+        compare([r for r in semeval["qacg"] if r.config.seed != 44], semeval["pair"])
     with pytest.raises(AbsaError, match="A: no finished run"):
         compare([], semeval["pair"])
 

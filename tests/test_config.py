@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import typed_run
 
 from absa_lib.errors import AbsaError
 from absa_lib.reports import tables as T
@@ -25,9 +26,9 @@ def test_a_new_field_tells_budgets_apart_and_is_named_in_the_footnote_with_no_ot
     extended = _extended()
     assert "label_smoothing" in budget_fields(extended)
     assert "label_smoothing" not in budget_fields()
-    record = extended(dataset="sentihood", model="cg-bert", label_smoothing=0.1).to_dict()
-    assert budget_parts(record, extended)[-1] == "label smoothing 0.1"
-    assert budget_parts({**record, "label_smoothing": 0.0}, extended) == budget_parts(record)   # left out at 0
+    config = extended(dataset="sentihood", model="cg-bert", label_smoothing=0.1)
+    assert budget_parts(config, extended)[-1] == "label smoothing 0.1"
+    assert budget_parts(dataclasses.replace(config, label_smoothing=0.0), extended) == budget_parts(config)  # left out at 0
     with pytest.raises(AbsaError, match="label_smoothing must be a fraction, got 2"):
         extended(dataset="sentihood", model="cg-bert", label_smoothing=2)
 
@@ -36,21 +37,29 @@ def test_every_field_but_a_grid_rows_tells_budgets_apart():
     grid = set(TrainConfig.fields_of("grid"))
     assert set(T.GROUP_FIELDS) == {f.name for f in dataclasses.fields(TrainConfig)} - grid | {"backbone_fingerprint"}
     base = TrainConfig(dataset="sentihood", model="cg-bert").to_dict()
+
+    def key(**changes):
+        return T.budget_key(typed_run({**base, **changes}).config)
+
     for name, other in [("weight_decay", 0.0), ("adam_eps", 1e-8), ("max_grad_norm", 5.0), ("eval_batch_size", 8)]:
-        assert T.budget_key(base) != T.budget_key({**base, name: other}), name
-    assert T.budget_key(base) == T.budget_key({**base, "seed": 7, "model": "qacg-bert"})    # a row's fields
+        assert key() != key(**{name: other}), name
+    assert key() == key(seed=7, model="qacg-bert")                          # a row's fields
 
 
 def test_the_footnote_names_the_shown_fields_in_their_rank_and_leaves_defaults_out():
     record = TrainConfig(dataset="sentihood", model="cg-bert", epochs=1, max_train_examples=1234, lr=1e-5,
                          precision="bf16", group_by_length=True, max_eval_examples=500).to_dict()
-    assert T.budget_text(record) == ("1 epoch, train examples: 1,234, lr 1e-05, schedule linear, head lr x1.0, "
+
+    def text(record):
+        return T.budget_text(typed_run(record).config)
+
+    assert text(record) == ("1 epoch, train examples: 1,234, lr 1e-05, schedule linear, head lr x1.0, "
                                      "max length 128, batch 24, bf16, length-grouped batches, scored on the first "
                                      "500 examples of dev and test")
-    assert "compiled (default)" in T.budget_text({**record, "compile": "default"})
+    assert "compiled (default)" in text({**record, "compile": "default"})
     neutral = {**record, **C.NEUTRAL_DEFAULTS}
     older = {k: v for k, v in neutral.items() if k not in C.NEUTRAL_DEFAULTS}          # recorded before them
-    assert T.budget_text(older) == T.budget_text(neutral) != T.budget_text(record)
+    assert text(older) == text(neutral) != text(record)                  # upgraded at load
     ranks = [f.metadata["shown"][0] for f in dataclasses.fields(TrainConfig) if f.metadata["shown"]]
     assert sorted(ranks) == list(range(len(ranks)))                                   # one place each
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from conftest import with_record
 
 from absa_lib.apply import predict_text, predict_texts
 from absa_lib.cli import main
@@ -139,15 +140,14 @@ def test_an_exported_run_loads_offline_and_its_card_states_what_it_is(runs, tmp_
     assert meta["library_name"] == "absa-companion" and meta["datasets"] == ["sentihood"]
     assert "qacg-bert" in meta["tags"] and meta["license"] == "mit"
     assert meta["model-index"] == []                       # scored on 8 test examples: no test results claimed
-    import dataclasses
 
-    whole = dataclasses.replace(run, config={**run.config, "max_eval_examples": None})   # as if on the whole test set
+    whole = with_record(run, max_eval_examples=None)       # as if on the whole test set
     meta = yaml.safe_load(card_text(whole).split("---\n", 2)[1])
     metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
     dev = run.selected("dev_best")["test"]
     table = [key for key, _, _ in metric_columns("sentihood")]               # the table's columns, defined ones
     assert metrics == {k: round(100 * dev[k], 2) for k in table if not np.isnan(dev[k])}
-    for needed in ("## Model", run.run_id, run.config["backbone_fingerprint"], "## Data", "Saeidi et al. 2016",
+    for needed in ("## Model", run.run_id, run.config.backbone_fingerprint, "## Data", "Saeidi et al. 2016",
                    "## Training", "## Test metrics (%)", "dev-selected epoch", "test-selected epoch",
                    "the paper: QACG-BERT (auxiliary sentences)", "All-None (trivial)", "## Intended use and limits",
                    "LOCATION1", "tiny random BERT", "## How to use", "predict_text(\"PATH\", ", "from_pretrained"):

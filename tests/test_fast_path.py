@@ -14,7 +14,7 @@ from absa_lib.data.features import Encoded, by_length, length_grouped, sequentia
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation import inference
 from absa_lib.training import config as run_config
-from absa_lib.training import optim, runs, splits
+from absa_lib.training import optim, splits
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_run_identity_records_resolved_precision_and_leaves_neutral_fields_out(m
     for change in ({"group_by_length": True}, {"schedule": "constant"}, {"head_lr_mult": 10.0},
                    {"precision": "bf16"}):
         other = run_config.run_identity(small(**change))
-        assert runs.config_hash(other) != runs.config_hash(ident), change
+        assert run_config.config_hash(other) != run_config.config_hash(ident), change
 
 
 def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeypatch, small):
@@ -152,7 +152,7 @@ def test_local_backbone_identity_follows_its_weights(tiny_dir, tmp_path, monkeyp
     key = sorted(weights)[0]
     weights[key] = weights[key] + 1.0
     save_file(weights, folder / "model.safetensors")
-    assert runs.config_hash(run_config.run_identity(relative)) != runs.config_hash(ident)
+    assert run_config.config_hash(run_config.run_identity(relative)) != run_config.config_hash(ident)
 
 
 def test_config_rejects_non_finite_numbers(small):

@@ -28,7 +28,7 @@ from absa_lib.fileio import atomic_write_json, exclusive_lock, lock_holder
 from absa_lib.paths import repo_root
 from absa_lib.training.checkpoint import CHECKSUMS
 from absa_lib.training.loop import train
-from absa_lib.training.runs import find_runs
+from absa_lib.training.records import find_runs
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -425,6 +425,7 @@ def test_run_all_refuses_a_profile_that_is_not_in_the_list(profile):
 
 def test_an_unreadable_data_file_is_named(monkeypatch, refused):
     """(Mocked: root reads any file; test_data_files_without_permission is the real check.)"""
+    from absa_lib import fileio
     from absa_lib.data import download
 
     def denied(path, *args, **kw):
@@ -432,6 +433,7 @@ def test_an_unreadable_data_file_is_named(monkeypatch, refused):
 
     monkeypatch.setattr(download, "_VERIFIED", {})
     monkeypatch.setattr(download, "open", denied, raising=False)
+    monkeypatch.setattr(fileio, "open", denied, raising=False)       # file_sha256 reads the file there
     refused(["data", "verify"], "sentihood-train.json cannot be read (Permission denied)")
 
 
@@ -531,7 +533,7 @@ def test_kill_9_at_any_point_resumes_to_identical_weights(trained, tmp_path, tin
     resumed = train(tiny_config(epochs=2), runs_dir=tmp_path, progress=False)
     reference = train(tiny_config(epochs=2), runs_dir=tmp_path / "reference", progress=False)
     assert resumed.run_id == reference.run_id
-    assert resumed.env["from_epoch"] == 2 and reference.env["from_epoch"] == 1    # resumed, not retrained
+    assert resumed.env.record["from_epoch"] == 2 and reference.env.record["from_epoch"] == 1    # resumed, not retrained
     for name in ("checkpoints/best/model.safetensors", "predictions_dev.csv", "predictions_test.csv"):
         assert (resumed.path / name).read_bytes() == (reference.path / name).read_bytes(), name
 

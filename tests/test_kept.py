@@ -9,6 +9,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from conftest import with_record
 
 from absa_lib.data.datasets import group_size
 from absa_lib.errors import AbsaError
@@ -18,7 +19,7 @@ from absa_lib.evaluation.significance import Verdict, paired_bootstrap
 from absa_lib.harness.grid import export_records
 from absa_lib.reports.compare import compare, to_text
 from absa_lib.training import loop as training
-from absa_lib.training.runs import find_runs, load_run
+from absa_lib.training.records import RunMetrics, find_runs, load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -41,7 +42,7 @@ def runs(tmp_path_factory, small):
 
 def test_a_run_keeps_the_test_set_of_both_selected_epochs_and_the_dev_set_of_the_dev_selected(runs):
     run = runs["qacg-bert", 7]
-    entry, kept = run.metrics["predictions"], run.kept()
+    entry, kept = run.metrics.predictions, run.kept()
     dev_best, test_best = run.selected("dev_best")["epoch"], run.selected("test_best")["epoch"]
     assert entry["epochs"] == {"dev": [dev_best], "test": sorted({dev_best, test_best})}
     assert entry["bytes"] == (run.path / "predictions.npz").stat().st_size
@@ -75,9 +76,9 @@ def test_a_record_edited_against_its_kept_predictions_is_refused_by_compare(runs
     import dataclasses
 
     run = runs["qacg-bert", 7]
-    metrics = json.loads(json.dumps(run.metrics))
+    metrics = json.loads(json.dumps(run.metrics.to_record()))
     metrics["selection"]["dev_best"]["test"]["aspect_f1"] = 0.99            # edited consistently elsewhere
-    edited = dataclasses.replace(run, metrics=metrics)
+    edited = dataclasses.replace(run, metrics=RunMetrics(**metrics))
     with pytest.raises(AbsaError, match=r"its kept predictions do not give back the test aspect_f1"):
         compare([edited, runs["qacg-bert", 8]], [runs["bert-pair", s] for s in (7, 8)], samples=100)
 
@@ -124,7 +125,7 @@ def test_records_written_before_runs_kept_predictions_still_load_without_them():
 
     reference = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
     run = find_runs(reference, dataset="semeval", model="bert-pair", epochs=1, seed=42)[0]
-    assert "predictions" not in run.metrics and run.kept() is None and run.kept_probs() is None
+    assert run.metrics.predictions is None and run.kept() is None and run.kept_probs() is None
 
 
 def test_an_export_carries_the_kept_predictions(runs, tmp_path):
@@ -213,8 +214,8 @@ def test_the_documented_interval_is_what_the_committed_check_runs_give():
     root = Path(__file__).resolve().parent.parent
     check = root / "results" / "reference" / "checks" / "kept_predictions_semeval_1ep"
     runs = find_runs(check)
-    table = compare([r for r in runs if r.config["model"] == "qacg-bert"],
-                    [r for r in runs if r.config["model"] == "bert-pair"])
+    table = compare([r for r in runs if r.config.model == "qacg-bert"],
+                    [r for r in runs if r.config.model == "bert-pair"])
     page = (root / "docs" / "evidence" / "per_example_predictions.md").read_text()
     for row in table.itertuples():
         cells = (f"{row.mean_difference:+.1f}", f"[{row.seed_low:+.1f}, {row.seed_high:+.1f}]", f"{row.p_adjusted:.3f}",
@@ -235,14 +236,14 @@ def test_compare_reports_the_metrics_it_can_and_names_those_it_cannot(runs):
     import math
 
     def without(run, key):                              # (and without kept predictions, which would disagree)
-        metrics = json.loads(json.dumps(run.metrics))
+        metrics = json.loads(json.dumps(run.metrics.to_record()))
         metrics["selection"]["dev_best"]["test"][key] = math.nan
         metrics.pop("predictions")
-        return dataclasses.replace(run, metrics=metrics)
+        return dataclasses.replace(run, metrics=RunMetrics(**metrics))
 
     a = [without(runs["qacg-bert", s], "sentiment_acc_4class") for s in (7, 8)]
-    b = [dataclasses.replace(runs["bert-pair", s], metrics={k: v for k, v in runs["bert-pair", s].metrics.items()
-                                                             if k != "predictions"}) for s in (7, 8)]
+    b = [dataclasses.replace(runs["bert-pair", s], metrics=dataclasses.replace(runs["bert-pair", s].metrics,
+                                                                                predictions=None)) for s in (7, 8)]
     table = compare(a, b, metrics=("aspect_f1", "sentiment_acc_4class"), samples=100)
     assert list(table["metric"]) == ["aspect_f1"]
     assert table.attrs["not_compared"]["sentiment_acc_4class"].startswith("undefined in seeds 7 8")
@@ -255,7 +256,6 @@ def test_compare_reports_the_metrics_it_can_and_names_those_it_cannot(runs):
 def test_a_side_whose_runs_differ_in_any_training_field_or_data_is_refused(runs):
     """weight_decay, adam_eps, max_grad_norm, eval_batch_size, the backbone's weights or the data files:
     runs differing in any are not one configuration's seeds (the fields come from TrainConfig)."""
-    import dataclasses
 
     from absa_lib.reports.tables import GROUP_FIELDS
 
@@ -264,8 +264,7 @@ def test_a_side_whose_runs_differ_in_any_training_field_or_data_is_refused(runs)
     b = [runs["bert-pair", s] for s in (7, 8)]
 
     def mixed(field, value):
-        return [runs["qacg-bert", 7], dataclasses.replace(runs["qacg-bert", 8],
-                                                            config={**runs["qacg-bert", 8].config, field: value})]
+        return [runs["qacg-bert", 7], with_record(runs["qacg-bert", 8], **{field: value})]
 
     for field, value in (("weight_decay", 0.1), ("eval_batch_size", 7), ("backbone_fingerprint", "0" * 16)):
         with pytest.raises(AbsaError, match=rf"A: runs of 2 configurations .*\[{field}="):
@@ -281,7 +280,7 @@ def test_runs_behind_symbolic_links_are_found_once_and_a_loop_ends(runs, tmp_pat
         (root / "semeval" / "qacg-bert" / runs["qacg-bert", seed].run_id).symlink_to(runs["qacg-bert", seed].path)
     (root / "semeval" / "again").symlink_to(root, target_is_directory=True)        # a loop
     found = find_runs(root, model="qacg-bert")
-    assert sorted(r.config["seed"] for r in found) == [7, 8]
+    assert sorted(r.config.seed for r in found) == [7, 8]
 
 
 def test_the_grid_export_refuses_damaged_kept_predictions_before_writing(runs, tmp_path):
@@ -304,9 +303,9 @@ def test_unclear_messages_now_say_what_happened(runs, tmp_path, capsys):
     assert "A: " + str(tmp_path / "typo") + ": no such folder" in capsys.readouterr().err
 
     def last_not_kept(run):                 # the last epoch is one the run did not keep predictions of
-        metrics = json.loads(json.dumps(run.metrics))
+        metrics = json.loads(json.dumps(run.metrics.to_record()))
         metrics["selection"]["last"] = {**metrics["selection"]["last"], "epoch": 99}
-        return dataclasses.replace(run, metrics=metrics)
+        return dataclasses.replace(run, metrics=RunMetrics(**metrics))
 
     a = [last_not_kept(runs["qacg-bert", s]) for s in (7, 8)]
     b = [last_not_kept(runs["bert-pair", s]) for s in (7, 8)]

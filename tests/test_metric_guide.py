@@ -15,7 +15,7 @@ from absa_lib.evaluation import metrics as M
 from absa_lib.reports.compare import compare, to_text
 from absa_lib.reports.summary import summarize
 from absa_lib.reports.tables import build_table, to_markdown
-from absa_lib.training.runs import find_runs
+from absa_lib.training.records import find_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "results" / "reference" / "runs" / "sentihood"

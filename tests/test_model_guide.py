@@ -20,7 +20,7 @@ from absa_lib.reports.compare import compare
 from absa_lib.reports.model_card import export_run
 from absa_lib.reports.summary import summarize
 from absa_lib.reports.tables import build_table, to_markdown
-from absa_lib.training.runs import find_runs, load_model_folder
+from absa_lib.training.records import find_runs, load_model_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "pair-copy"
@@ -64,7 +64,7 @@ def test_the_record_alone_makes_it_a_model(new_model):
 
 def test_it_trains_predicts_and_exports(runs_dir, tmp_path):
     runs = find_runs(runs_dir, model=NAME)
-    assert len(runs) == 2 and sorted(r.config["seed"] for r in runs) == [3, 4]
+    assert len(runs) == 2 and sorted(r.config.seed for r in runs) == [3, 4]
     assert type(runs[0].load_model("best")) is PairCopyModel             # a saved one loads by its name
     result = predict_text(runs[0], SENTENCE)
     assert len(result["predictions"]) == 4                                  # SentiHood's four aspects

@@ -17,7 +17,6 @@ from absa_lib.models.other.alstm import glove_table
 from absa_lib.models.other.man import gram_distance, man_attention
 from absa_lib.models.other.orthogonal import OrthogonalAttention, gather_query
 from absa_lib.training import config as run_config
-from absa_lib.training import runs
 
 OTHER = tuple(name for name, m in MODELS.items() if m.head_lr is not None)    # the other papers' systems
 SMALL_LSTM = {"alstm_hidden": 12, "alstm_aspect_dim": 6}
@@ -347,7 +346,7 @@ def test_objective_default_is_left_out_of_the_run_identity():
     cfg = run_config.TrainConfig(backbone="tiny")
     assert "objective" not in run_config.run_identity(cfg)["config"]
     assert run_config.run_identity(run_config.TrainConfig(backbone="tiny", objective="joint"))["config"]["objective"] == "joint"
-    assert runs.config_hash(run_config.run_identity(cfg)) != runs.config_hash(run_config.run_identity(
+    assert run_config.config_hash(run_config.run_identity(cfg)) != run_config.config_hash(run_config.run_identity(
         run_config.TrainConfig(backbone="tiny", objective="joint-dwa")))
 
 

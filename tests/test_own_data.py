@@ -18,7 +18,7 @@ from absa_lib.evaluation import metrics
 from absa_lib.evaluation.predictions import read_predictions
 from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
-from absa_lib.training.runs import find_runs, load_run
+from absa_lib.training.records import find_runs, load_run
 
 
 @pytest.fixture(autouse=True)
@@ -207,7 +207,7 @@ def test_training_records_the_scheme_and_the_files(trained, phones):
                                      "sentiments": ["positive", "negative"], "targets": ["phone", "case"]}
     assert set(cfg["data_sha256"]) == {"dataset.json", "train.csv", "dev.csv", "test.csv"}
     assert cfg["n_train_examples"] == 39 and cfg["n_dev_examples"] == 12 and cfg["n_test_examples"] == 15
-    assert trained.metrics["selection_metric"] == "aspect_strict_acc"
+    assert trained.metrics.selection_metric == "aspect_strict_acc"
     assert set(trained.selected()["test"]) == set(metrics.OWN_METRIC_KEYS)
     probs = read_predictions(trained.path / "predictions_test.csv", D.load_examples("phones", "test"))
     gold = [e.label_id for e in D.load_examples("phones", "test")]

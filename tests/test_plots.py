@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import typed_run
 
 from absa_lib.reports import plots
 from absa_lib.reports.figure_data import HIST_RANGES, histogram_counts, merge_histograms, training_curve
@@ -173,6 +174,7 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
     metrics = {"selection_metric": "aspect_f1",
                "epochs": [{"epoch": e, "train_loss": loss, "dev": {"aspect_f1": dev}, "test": {"aspect_f1": test}}
                           for e, loss, dev, test in ((1, 0.9, 0.5, 0.4), (2, 0.6, 0.6, 0.7))]}
+    metrics = typed_run({"dataset": "semeval", "model": "qacg-bert"}, metrics).metrics
     curve = training_curve(metrics, "semeval", "qacg-bert (NLI-M)", loss=True)
     assert curve["epochs"] == [1, 2] and curve["dev"] == [0.5, 0.6] and curve["train_loss"] == [0.9, 0.6]
     assert "train_loss" not in training_curve(metrics, "semeval", "x")
@@ -191,7 +193,7 @@ def test_one_runs_curve_has_the_metric_and_the_train_loss_per_epoch():
 
 
 def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_only_when_they_differ():
-    from types import SimpleNamespace
+    from conftest import typed_run, with_record
 
     from absa_lib.reports.figure_data import curves_from_runs
 
@@ -200,8 +202,8 @@ def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_o
                            "test": {"aspect_strict_acc": 0.5}}]}
 
     def run(seed, epochs=25):
-        return SimpleNamespace(metrics=metrics, config={"dataset": "sentihood", "model": "cg-bert", "aux": "none",
-                                                        "seed": seed, "backbone": "minilm", "epochs": epochs})
+        return typed_run({"dataset": "sentihood", "model": "cg-bert", "aux": "none", "seed": seed, "backbone": "minilm",
+                          "epochs": epochs}, metrics)
 
     same = [run(42), run(43)]
     assert [c["label"] for c in curves_from_runs(same)] == ["cg-bert none", "cg-bert none"]
@@ -209,10 +211,9 @@ def test_curves_from_runs_label_by_system_or_by_the_given_row_and_name_budgets_o
     assert [c["seed"] for c in curves_from_runs(same)] == [42, 43]
     mixed = curves_from_runs([run(42), run(42, epochs=1)], labels=["a", "a"])
     assert [c["label"] for c in mixed] == ["a (minilm, 25 epochs)", "a (minilm, 1 epoch)"]
-    faster = run(42)
-    faster.config["lr"] = 5e-5                               # one short name, two budgets: named apart
+    faster = with_record(run(42), lr=5e-5)                  # one short name, two budgets: named apart
     assert [c["label"] for c in curves_from_runs([run(42), faster], labels=["a", "a"])] == [
-        "a (minilm, 25 epochs [lr=None])", "a (minilm, 25 epochs [lr=5e-05])"]
+        "a (minilm, 25 epochs [lr=2e-05])", "a (minilm, 25 epochs [lr=5e-05])"]
     with pytest.raises(ValueError, match="1 labels for 2 runs"):
         curves_from_runs(same, labels=["a"])
 
@@ -233,7 +234,7 @@ def test_the_summary_figure_shows_each_seed_the_table_cell_the_paper_and_the_flo
     from pathlib import Path
 
     from absa_lib.reports import figure_data, tables
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
     root = Path(__file__).resolve().parent.parent
     runs = find_runs(root / "results" / "reference" / "runs", dataset="semeval")
@@ -248,7 +249,7 @@ def test_the_summary_figure_shows_each_seed_the_table_cell_the_paper_and_the_flo
     assert mine.loc[mine["kind"] == "paper", "value"].item() == 92.64
     seeds = mine[mine["kind"] == "seed"]
     assert sorted(seeds["seed"]) == [42, 43, 44]
-    by_seed = {r.config["seed"]: 100 * r.selected("dev_best")["test"]["aspect_f1"]
+    by_seed = {r.config.seed: 100 * r.selected("dev_best")["test"]["aspect_f1"]
                for r in runs if r.run_id in row["run_ids"].split()}
     assert dict(zip(seeds["seed"], seeds["value"], strict=True)) == by_seed
     floor = data[(data["kind"] == "floor") & (data["metric"] == "aspect_f1")]

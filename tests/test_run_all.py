@@ -101,7 +101,7 @@ def test_without_a_profile_the_default_is_chosen_with_its_reason(tmp_path, monke
                                        "results/reference/ has no runs). Others: smoke cpu gpu paper render\n")
     run = tmp_path / "results" / "reference" / "runs" / "sentihood" / "qacg-bert" / "r1"
     run.mkdir(parents=True)
-    (run / "metrics.json").write_text("{}")
+    (run / "config.json").write_text("{}")                              # a run's record, finished or not
     assert default_profile.choose_profile(tmp_path) == "render"
     assert capsys.readouterr().err.splitlines() == [
         f"[run_all] the reference: in {tmp_path}",

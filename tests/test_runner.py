@@ -18,7 +18,7 @@ from absa_lib.errors import AbsaError
 from absa_lib.harness.profiles import load_profile
 from absa_lib.harness.runner import PARTS, profile_cells, train_argv
 from absa_lib.training.config import TrainConfig
-from absa_lib.training.runs import run_seconds
+from absa_lib.training.records import epoch_seconds
 
 
 def config_from_argv(argv: list[str]) -> TrainConfig:
@@ -95,7 +95,7 @@ def test_grid_trains_then_skips_finished_runs(tmp_path, capsys, monkeypatch):
     assert len(epochs) == 2 and "startup_seconds" not in epochs[1]
     # the whole process holds its start-up and its epochs; the two launch-clock readings are rounded to
     # 0.1 s, and the rest (writing predictions, checkpoints) can take less than that on a 2-epoch run
-    assert metrics["process_seconds"] >= epochs[0]["startup_seconds"] + run_seconds(metrics) - 0.1
+    assert metrics["process_seconds"] >= epochs[0]["startup_seconds"] + epoch_seconds(metrics["epochs"]) - 0.1
     assert main(["grid", "--profile", str(profile), "--part", "tables", "--cell", "1"]) == 0
     assert "finished before" in capsys.readouterr().out
     # the profile's force_retrain retrains it once (the grid said "finished before", and the
@@ -334,6 +334,7 @@ def test_the_cost_of_the_reference_is_summed_per_device_from_finished_records(tm
         epochs = [{"epoch": i + 1, "seconds": s, "eval_seconds": 60.0} for i, s in enumerate(seconds)]
         (d / "metrics.json").write_text(json.dumps({"epochs": epochs, "complete": complete}))
         (d / "env.json").write_text(json.dumps(env))
+        (d / "config.json").write_text("{}")                        # a run folder; its record is not read
 
     cpu = {"processor": "x86_64", "cpu_count": 2, "torch_threads": 1}
     record("a", cpu, [3540.0])                                    # 1 h with evaluation

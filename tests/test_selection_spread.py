@@ -3,17 +3,19 @@ scripts/selection_spread.py), on the committed reference's records (real runs)."
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from absa_lib.errors import AbsaError
 from absa_lib.reports import plateau, tables
-from absa_lib.training.runs import find_runs
+from absa_lib.training.records import find_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "results" / "reference" / "runs"
@@ -73,8 +75,8 @@ def test_cells_are_the_tables_dev_best_cells_beside_the_plateau_of_the_same_seed
                 & (table["epochs"] == 25)].iloc[0]
     for metric in ("aspect_f1", "sentiment_acc_4class"):
         assert pair[f"{metric}_dev_best"] == pytest.approx(row[metric])
-    last = [e["test"] for r in runs if r.config["model"] == "bert-pair" and r.config["epochs"] == 25
-            for e in r.metrics["epochs"][-5:]]
+    last = [e["test"] for r in runs if r.config.model == "bert-pair" and r.config.epochs == 25
+            for e in r.metrics.epochs[-5:]]
     assert len(last) == 15
     p, r = (statistics.mean(e[k] for e in last) for k in ("aspect_p", "aspect_r"))
     assert pair["aspect_f1_plateau"] == pytest.approx(100 * 2 * p * r / (p + r))   # F1 of the mean P and R, as Table 2
@@ -88,6 +90,6 @@ def test_no_run_long_enough_is_said_and_a_plateau_of_no_epoch_refused():
     with pytest.raises(AbsaError, match="last=0"):
         plateau.spread_table([], last=0)
     [run] = find_runs(BERT_SINGLE)
-    run.config["dataset"] = "phones"                        # a dataset of your own: no Table 1/2 metrics
+    run = dataclasses.replace(run, config=SimpleNamespace(dataset="phones"))   # your own data: no Table 1/2 metrics
     with pytest.raises(AbsaError, match="dataset 'phones' has no table metrics; expected one of sentihood, semeval"):
         plateau.spread_table([run])

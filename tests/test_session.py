@@ -21,8 +21,9 @@ from absa_lib.reports import figure_data
 
 def write_run(root, dataset="sentihood", model="qacg-bert", aux="NLI-M", seed=1, complete=True, **cfg):
     from absa_lib.evaluation.metrics import selection_metric
-    from absa_lib.training.config import recorded_identity
-    from absa_lib.training.runs import config_hash, select_epochs
+    from absa_lib.training.config import config_hash
+    from absa_lib.training.records import select_epochs
+    from absa_lib.training.records.upgrade import config_identity as recorded_identity
 
     config = {"dataset": dataset, "model": model, "aux": aux, "seed": seed, "preset": "paper", "sampler": "uniform",
               "model_overrides": {}, "backbone": "minilm", "epochs": 1, **cfg}
@@ -50,7 +51,7 @@ def test_render_mode_collects_existing_records_only(tmp_path):
     write_run(tmp_path, seed=4, preset="official")
     specs = [grid.Spec("QACG aux", "qacg-bert", "NLI-M"), grid.Spec("CG", "cg-bert", "none")]
     found = grid.run_grid(specs, ["sentihood"], [42], {}, tmp_path, allow_training=False)
-    assert sorted(r.config["seed"] for r in found[("sentihood", "QACG aux")]) == [1, 2]
+    assert sorted(r.config.seed for r in found[("sentihood", "QACG aux")]) == [1, 2]
     assert found[("sentihood", "CG")] == []
     runs = grid.flatten(found)
     written = grid.export_records(runs, tmp_path / "results")

@@ -180,7 +180,7 @@ def test_a_stopped_run_saves_at_its_batch_and_resumes_to_the_uninterrupted_recor
     whole epoch, and the resumed process goes straight to its evaluation."""
     config = tiny_config(epochs=2)
     whole = training.train(config, runs_dir=tmp_path / "whole", progress=False)
-    per_epoch = len(splits.epoch_batches(config, [None] * whole.config["n_train_inputs"], 1))
+    per_epoch = len(splits.epoch_batches(config, [None] * whole.config.n_train_inputs, 1))
     stop_at = per_epoch if where.startswith("last") else per_epoch + 1
     launch = runs.Launch()
     steps, real = {"n": 0}, training._step_loss
@@ -201,7 +201,7 @@ def test_a_stopped_run_saves_at_its_batch_and_resumes_to_the_uninterrupted_recor
     steps["n"] = -10**6
     resumed = training.train(config, runs_dir=tmp_path / "stopped", progress=False)
     assert steps["n"] + 10**6 == 2 * per_epoch - stop_at                # no batch trained twice
-    timeless = [[{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in run.metrics["epochs"]]
+    timeless = [[{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in run.metrics.epochs]
                 for run in (resumed, whole)]
     assert timeless[0] == timeless[1]
 

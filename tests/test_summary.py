@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import with_record
 
 from absa_lib.cli import main
 from absa_lib.reports.summary import summarize
@@ -107,15 +108,14 @@ def test_other_backbone_weights_are_another_row_named_by_the_field(tmp_path, rea
 
 def test_rows_on_other_data_are_named_by_the_files_that_differ(tmp_path):
     # your own data edited between two runs: the whole checksum mapping made a name of ~400 characters
-    import dataclasses
 
     from absa_lib.reports.summary import group_runs
-    from absa_lib.training.runs import load_run
+    from absa_lib.training.records import load_run
 
     run = load_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6")
-    sums = run.config["data_sha256"]
+    sums = run.config.data_sha256
     edited = {**sums, sorted(sums)[0]: "ab" * 32}
-    other = dataclasses.replace(run, config={**run.config, "data_sha256": edited, "run_id": "x"})
+    other = with_record(run, data_sha256=edited, run_id="x")
     names = sorted(group_runs([run, other]))
     key = sorted(sums)[0]
     assert names == sorted(f"qacg-bert (no aux) joint-dwa (paper), minilm, 25 epochs [data_sha256.{key}={v[:12]}]"
@@ -161,7 +161,7 @@ def test_the_cli_prints_writes_the_csv_and_refuses_a_bad_folder(tmp_path, real_d
     assert capsys.readouterr().err.strip().endswith("not a folder; give the folder that `absa train --out` wrote to")
     (tmp_path / "empty").mkdir()
     assert main(["summary", str(tmp_path / "empty")]) == 2
-    assert "no run records (config.json) below it" in capsys.readouterr().err
+    assert "no run records below it" in capsys.readouterr().err
     run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "damaged")
     (run / "metrics.json").write_text("[1, 2]")                             # valid JSON, not a record
     assert main(["summary", str(tmp_path / "damaged")]) == 2
@@ -176,7 +176,7 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
 
     from absa_lib.reports.summary import summary_table
     from absa_lib.reports.tables import build_table, metric_columns
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
     runs = find_runs(REFERENCE / "runs")
     for dataset in ("sentihood", "semeval"):
@@ -201,7 +201,7 @@ def test_the_summary_of_the_reference_agrees_with_tables_1_and_2():
 
 def test_a_run_folder_is_one_named_by_its_run_id_and_never_a_runs_checkpoint(tmp_path):
     from absa_lib.errors import AbsaError
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
     run = copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "keep")
     leftover = run / "checkpoints" / "best.tmp"           # what a process killed while saving leaves
@@ -211,7 +211,7 @@ def test_a_run_folder_is_one_named_by_its_run_id_and_never_a_runs_checkpoint(tmp
     copy_run(CHECKS / "joint_dwa_43_cpu" / "4dd17c700df6", tmp_path / "other").rename(tmp_path / "other" / "best")
     with pytest.raises(AbsaError, match="best: the folder of run 4dd17c700df6 .* under another name"):
         find_runs(tmp_path / "other")                   # a run under another name: refused, never counted
-    with pytest.raises(AbsaError, match="^find_runs: modle is not a field of a run's config.json"):
+    with pytest.raises(AbsaError, match="^find_runs: modle is not a field of a run's config"):
         find_runs(tmp_path / "keep", modle="qacg-bert")                # matched nothing, silently
     seed = json.loads((run / "config.json").read_text())["seed"]
     assert [r.path for r in find_runs(tmp_path / "keep", seed=seed, max_train_examples=None, lr=2e-5)] == [run]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import typed_run, with_record
 
 from absa_lib.evaluation.metrics import METRIC_KEYS
 from absa_lib.harness import grid
 from absa_lib.reports import paper_numbers, variant_tables
 from absa_lib.reports import tables as T
-from absa_lib.training.runs import Run
 
 ROWS_T1 = ["LR (Saeidi et al. 2016)", "LSTM-Final (Saeidi et al. 2016)", "LSTM-Loc (Saeidi et al. 2016)",
            "SenticLSTM (Ma et al. 2018)", "Dmu-Entnet (Liu et al. 2018)", "BERT-single (Sun et al. 2019)",
@@ -43,8 +43,7 @@ def fake_run(dataset, model, aux, seed, dev_value, test_value, preset="paper", s
     sel = {"dev_best": {"epoch": 2, "dev": metrics(dev_value), "test": metrics(test_value)},
            "test_best": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)},
            "last": {"epoch": 3, "dev": metrics(dev_value), "test": metrics(0.9)}}
-    return Run(path=Path("runs") / dataset / model / cfg["run_id"], config=cfg,
-               metrics={"selection": sel, "complete": True}, env=env or {})
+    return typed_run(cfg, {"selection": sel}, env, Path("runs") / dataset / model / cfg["run_id"])
 
 
 def test_paper_numbers_are_exactly_the_published_ones():
@@ -108,7 +107,7 @@ def test_sentihood_table_has_every_row_and_the_right_mean_and_sd():
 def test_semeval_f1_is_from_mean_p_and_mean_r():
     def run(seed, p, r):
         rec = fake_run("semeval", "qacg-bert", "none", seed, 0.5, 0.8)
-        rec.metrics["selection"]["dev_best"]["test"].update(aspect_p=p, aspect_r=r, aspect_f1=2 * p * r / (p + r))
+        rec.metrics.selection["dev_best"]["test"].update(aspect_p=p, aspect_r=r, aspect_f1=2 * p * r / (p + r))
         return rec
     df = T.build_table("semeval", [run(1, 0.9, 0.5), run(2, 0.7, 0.9)], protocols=("dev_best",))
     row = df[(df.model == "QACG-BERT") & (df.source == "ours")].iloc[0]
@@ -178,7 +177,7 @@ def test_two_copies_of_one_seed_are_refused_not_averaged_as_two_seeds(tmp_path):
     import shutil
 
     from absa_lib.errors import AbsaError
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
     reference = Path(__file__).resolve().parent.parent / "results" / "reference" / "runs"
     record = find_runs(reference, dataset="sentihood", model="qacg-bert", aux="NLI-M", preset="paper",
@@ -196,7 +195,7 @@ def test_two_copies_of_one_seed_are_refused_not_averaged_as_two_seeds(tmp_path):
                        r"at one budget: a row averages distinct seeds"):
         T.build_table("sentihood", found)
     same_seed = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, v) for v in (0.6, 0.7)]
-    same_seed[1].config["backbone_fingerprint"] = "587e9ebe000b7363"       # the same seed, other weights:
+    same_seed[1] = with_record(same_seed[1], backbone_fingerprint="587e9ebe000b7363")       # the same seed, other weights:
     rows = variant_tables.ablation_table("sentihood", [variant_tables.Variant("QACG-BERT", "none", same_seed)])
     assert len(rows) == 2 and list(rows["n_seeds"]) == [1, 1]              # two budgets, never one row of two
     assert any("backbone_fingerprint=587e9ebe000b7363" in b for b in rows["budget"])
@@ -206,10 +205,11 @@ def test_runs_of_different_budgets_are_never_averaged_together():
     """A variant (or system) trained at two budgets gets one row per budget, most seeds first; a
     record without the newer ``compile`` field is the same budget as one that says ``none``."""
     short = [fake_run("sentihood", "qacg-bert", "NLI-M", s, 0.5, v) for s, v in ((1, 0.6), (2, 0.7))]
-    short[1].config["compile"] = "none"
+    short[1] = with_record(short[1], compile="none")
     long = [fake_run("sentihood", "qacg-bert", "NLI-M", 1, 0.5, 0.9, epochs=25, compile="reduce-overhead",
                      env={"gpu": "NVIDIA H100"})]
-    short[0].env = {"device": "cpu", "processor": "x86_64", "cpu_count": 2, "torch_threads": 1}
+    short[0] = typed_run(short[0].config.record, {"selection": short[0].metrics.selection},
+                         {"device": "cpu", "processor": "x86_64", "cpu_count": 2, "torch_threads": 1}, short[0].path)
     Variant = variant_tables.Variant
     df = variant_tables.ablation_table("sentihood", [Variant("QACG-BERT", "none", short + long)])
     assert df.n_seeds.tolist() == [2, 1]
@@ -313,17 +313,13 @@ def test_trivial_rows_score_the_test_examples_the_runs_are_scored_on(real_data_d
     assert part["aspect_strict_acc"] == pytest.approx(sum(g == ["None"] * 4 for g in first) / 10)
     whole = T.trivial_baselines("sentihood", real_data_dir)["All-None (trivial)"]
     assert part["aspect_strict_acc"] != pytest.approx(whole["aspect_strict_acc"])
-    from types import SimpleNamespace
-
-    runs = [SimpleNamespace(config={"dataset": "sentihood", "max_eval_examples": 42})] * 2
+    runs = [typed_run({"dataset": "sentihood", "model": "cg-bert", "max_eval_examples": 42})] * 2
     assert T.trivial_baselines_of("sentihood", runs, real_data_dir)["All-None (trivial)"] == part
 
 
 def test_the_trivial_rows_take_the_subset_every_run_shares_else_the_whole_test_set():
-    from types import SimpleNamespace
-
     def run(dataset, k):
-        return SimpleNamespace(config={"dataset": dataset, "max_eval_examples": k})
+        return typed_run({"dataset": dataset, "model": "cg-bert", "max_eval_examples": k})
 
     assert T.shared_eval_subset("sentihood", [run("sentihood", 120), run("semeval", None)]) == 120
     assert T.shared_eval_subset("sentihood", [run("sentihood", 120), run("sentihood", None)]) is None
@@ -332,9 +328,7 @@ def test_the_trivial_rows_take_the_subset_every_run_shares_else_the_whole_test_s
 
 def test_seeds_that_find_no_aspect_are_named_under_their_row():
     # a mean over stalled and learning seeds reads as a weaker model unless the table says so
-    from types import SimpleNamespace
-
-    runs = [SimpleNamespace(config={"seed": s}) for s in (42, 43, 44)]
+    runs = [typed_run({"dataset": "semeval", "model": "cg-bert", "seed": s}) for s in (42, 43, 44)]
     chosen = [{"aspect_r": 0.5}, {"aspect_r": 0.0}, {"aspect_r": 0.0}]
     assert T.no_aspect_seeds("semeval", runs, chosen) == "43 44"
     chosen = [{"aspect_macro_r": 0.0}, {"aspect_macro_r": 1e-9}, {"aspect_macro_r": 0.2}]

@@ -17,7 +17,9 @@ from absa_lib.reports.plots import save_run_curve
 from absa_lib.training import config as run_config
 from absa_lib.training import loop as training
 from absa_lib.training import optim, runs, splits
-from absa_lib.training.runs import load_run
+from absa_lib.training.records import RunFolder, load_run, write_env
+from absa_lib.training.records.layout import LOCK
+from absa_lib.training.records.upgrade import config_identity
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
 
@@ -71,10 +73,10 @@ def test_each_epoch_records_how_many_runs_of_its_folder_were_training(tmp_path, 
     busy, idle = tmp_path / "semeval" / "bert-pair" / "0123456789ab", tmp_path / "sentihood" / "cg-bert" / "ba9876543210"
     for folder in (busy, idle):
         folder.mkdir(parents=True)
-    (idle / runs.RUN_LOCK).write_text("")
-    with exclusive_lock(busy / runs.RUN_LOCK, busy="training"):
+    (idle / LOCK).write_text("")
+    with exclusive_lock(busy / LOCK, busy="training"):
         run = training.train(small(epochs=1, seed=11), runs_dir=tmp_path, progress=False)
-    assert [row["runs_training"] for row in run.metrics["epochs"]] == [2]
+    assert [row["runs_training"] for row in run.metrics.epochs] == [2]
 
 
 def test_repeat_is_a_cache_hit(first_run, small):
@@ -83,15 +85,15 @@ def test_repeat_is_a_cache_hit(first_run, small):
 
 
 def test_any_result_affecting_field_changes_the_run_id(small):
-    base = runs.config_hash(run_config.run_identity(small()))
+    base = run_config.config_hash(run_config.run_identity(small()))
     for change in (dict(seed=8), dict(lr=3e-5), dict(preset="official"), dict(aux="QA-M"),
                    dict(sampler="balanced"), dict(model_overrides={"quasi": False})):
-        assert runs.config_hash(run_config.run_identity(small(**change))) != base, change
+        assert run_config.config_hash(run_config.run_identity(small(**change))) != base, change
 
 
-def timeless(metrics: dict) -> list[dict]:
+def timeless(metrics) -> list[dict]:
     """The epoch rows without their timings, which differ from one training to the next."""
-    return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in metrics["epochs"]]
+    return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in metrics.epochs]
 
 
 def interrupted_in_epoch_two(small, runs_dir, monkeypatch) -> None:
@@ -123,8 +125,8 @@ def test_same_seed_same_metrics_and_resume_after_interruption(first_run, tmp_pat
     capsys.readouterr()
     resumed = training.train(small(), runs_dir=tmp_path, progress=True)
     assert not resumed.cached and "resuming" in capsys.readouterr().err
-    assert resumed.metrics["epochs"][0] == interrupted_epoch1   # epoch 1 was not trained again
-    env = resumed.env                                  # each machine that trained a kept epoch is named
+    assert resumed.metrics.epochs[0] == interrupted_epoch1   # epoch 1 was not trained again
+    env = resumed.env.record                           # each machine that trained a kept epoch is named
     assert env["from_epoch"] == 2 and env["cpu_model"] == runs.cpu_model()
     assert [(e["from_epoch"], e["cpu_model"]) for e in env["earlier"]] == [(1, "the first session's CPU")]
     assert timeless(resumed.metrics) == timeless(first_run.metrics)
@@ -181,11 +183,11 @@ def test_fp16_steps_through_the_loss_scaler_and_a_resume_restores_its_scale(tmp_
     config = small(precision="fp16")
     whole = training.train(config, runs_dir=tmp_path / "whole", progress=False, launch=runs.Launch(keep_last=True))
     state = json.loads((whole.path / "checkpoints" / "last" / "trainer_state.json").read_text())
-    assert whole.config["precision"] == "fp16" and state["grad_scaler"]["scale"] < huge   # overflowed steps halved it
-    assert all(np.isfinite(row["train_loss"]) for row in whole.metrics["epochs"])
+    assert whole.config.precision == "fp16" and state["grad_scaler"]["scale"] < huge   # overflowed steps halved it
+    assert all(np.isfinite(row["train_loss"]) for row in whole.metrics.epochs)
 
     every_batch = runs.Launch(checkpoint_seconds=0)
-    per_epoch = len(splits.epoch_batches(config, [None] * whole.config["n_train_inputs"], 1))
+    per_epoch = len(splits.epoch_batches(config, [None] * whole.config.n_train_inputs, 1))
     calls = dies_at_step(monkeypatch, per_epoch + 3)                # epoch 2's third batch
     with pytest.raises(KeyboardInterrupt):
         training.train(config, runs_dir=tmp_path / "stopped", progress=False, launch=every_batch)
@@ -207,17 +209,20 @@ def test_the_seconds_between_saves_inside_an_epoch_are_checked():
 def test_a_resume_keeps_the_environments_of_the_starts_that_trained_a_kept_epoch(tmp_path):
     """Started on machine A (epochs 1-8), resumed on B (cut off in epoch 9), resumed again after epoch 8:
     A is kept, B trained nothing that is kept; a run trained from the start keeps none."""
-    path = tmp_path / "env.json"
-    path.write_text(json.dumps({"cpu_model": "B", "from_epoch": 9,
-                                "earlier": [{"cpu_model": "A"}]}))      # older records lack from_epoch
-    env = runs.env_record(path, resumed_after=8)
+    folder = RunFolder(tmp_path)
+    previous = {"cpu_model": "B", "from_epoch": 9, "earlier": [{"cpu_model": "A"}]}   # older records lack from_epoch
+    folder.env.write_text(json.dumps(previous))
+    write_env(folder, {"cpu_model": "C"}, resumed_after=8)
+    env = json.loads(folder.env.read_text())
     assert env["from_epoch"] == 9 and [e["cpu_model"] for e in env["earlier"]] == ["A"]
-    assert "earlier" not in runs.env_record(path, resumed_after=0)
+    folder.env.write_text(json.dumps(previous))
+    write_env(folder, {"cpu_model": "C"}, resumed_after=0)
+    assert "earlier" not in json.loads(folder.env.read_text())
     for bad in ("[]", '{"earlier": 3}', '{"earlier": ["A"]}'):
-        path.write_text(bad)
+        folder.env.write_text(bad)
         with pytest.raises(AbsaError, match=r"env.json: expected a JSON object whose 'earlier' is a list of "
                                             r"objects; delete it"):
-            runs.env_record(path, resumed_after=8)
+            write_env(folder, {"cpu_model": "C"}, resumed_after=8)
 
 
 def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_used_then_dropped(
@@ -238,7 +243,7 @@ def test_without_resume_state_a_run_is_the_same_and_an_earlier_resume_state_is_u
     with pytest.raises(AbsaError, match=r"^ABSA_RESUME_STATE='no': expected 1 \(save the resume state"):
         training.train(small(seed=9), runs_dir=tmp_path, progress=False, launch=runs.Launch.from_environ())
     assert not (tmp_path / "sentihood" / "qacg-bert").joinpath(
-        runs.config_hash(run_config.run_identity(small(seed=9)))).exists()
+        run_config.config_hash(run_config.run_identity(small(seed=9)))).exists()
 
 
 def test_lr_schedule_warms_up_then_decays_to_zero():
@@ -508,7 +513,7 @@ def test_public_api_is_importable_from_the_package():
 
 def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path, small):
     """Replacing the vector file under the same name makes a new run, never a stale cache hit; the
-    record's identity (recorded_identity) is still the run id."""
+    record's identity (config_identity) is still the run id."""
     vectors = tmp_path / "glove.txt"
     cfg = small(model="atae-lstm", aux="none", model_overrides={"alstm_vectors": str(vectors)})
     vectors.write_text("the 0.1 0.2\nlocation1 0.3 0.4\n")
@@ -516,10 +521,10 @@ def test_a_glove_file_is_part_of_the_run_identity_by_its_contents(tmp_path, smal
     vectors.write_text("the 0.5 0.2\nlocation1 0.3 0.4\n")
     second = run_config.run_identity(cfg)
     assert first["vectors_sha256"] != second["vectors_sha256"]
-    assert runs.config_hash(first) != runs.config_hash(second)
+    assert run_config.config_hash(first) != run_config.config_hash(second)
     assert "vectors_sha256" not in run_config.run_identity(small(model="atae-lstm", aux="none"))
     record = {**run_config.resolved(cfg).to_dict(), **{k: v for k, v in second.items() if k != "config"}}
-    assert run_config.recorded_identity(record) == run_config.run_identity(run_config.resolved(cfg))
+    assert config_identity(record) == run_config.run_identity(run_config.resolved(cfg))
     vectors.unlink()
     with pytest.raises(AbsaError, match="alstm_vectors=.*glove.txt: no such file"):
         run_config.run_identity(cfg)

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from absa_lib.errors import AbsaError
     from absa_lib.reports.compare import compare, to_text
-    from absa_lib.training.runs import find_runs
+    from absa_lib.training.records import find_runs
 
     for side, folder in (("A", args.a), ("B", args.b)):
         if not Path(folder).is_dir():

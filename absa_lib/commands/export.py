@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from absa_lib.reports.model_card import export_run
-    from absa_lib.training.runs import load_run
+    from absa_lib.training.records import load_run
 
     folder = export_run(load_run(args.run), args.dir, args.data_dir)
     print(f"[absa] model, tokenizer and model card -> {folder}", file=sys.stderr)

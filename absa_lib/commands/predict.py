@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.apply import predict_text, predict_texts, predictions_csv, read_sentences
     from absa_lib.errors import AbsaError
     from absa_lib.fileio import atomic_write_bytes, output_file
-    from absa_lib.training.runs import load_model_folder
+    from absa_lib.training.records import load_model_folder
 
     if (args.text is None) == (args.file is None):
         several = [f for f, v in (("--locations", args.locations), ("--targets", args.targets)) if v]
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         table = "".join(json.dumps({"line": line, **r}, ensure_ascii=False) + "\n"
                         for (line, _), r in zip(sentences, results, strict=True))
     else:
-        table = predictions_csv(trained.config["dataset"], results, [line for line, _ in sentences])
+        table = predictions_csv(trained.config.dataset, results, [line for line, _ in sentences])
     if out:
         atomic_write_bytes(out, table.encode("utf-8"))
         n = sum(len(r["predictions"]) for r in results)

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         save_run_curve(result)
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
                "size_mb": round(folder_megabytes(result.path), 1),
-               "selection_metric": result.metrics["selection_metric"],
+               "selection_metric": result.metrics.selection_metric,
                "dev_best": result.selected("dev_best"),
                "test_best (official protocol: selected on test)": result.selected("test_best")}
     print_json(summary)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import new_file_mode
+from absa_lib.fileio import file_sha256, new_file_mode
 from absa_lib.paths import ensure_writable, resolve_data_dir
 
 _H = "https://raw.githubusercontent.com/HSLCY/ABSA-BERT-pair/7d238eb8c772946b9e572373c144b11151e4187f/"
@@ -84,15 +84,6 @@ def _entry(path: str) -> DataFile:
 def dataset_checksums(dataset: str) -> dict[str, str]:
     """``{relative path: sha256}`` of the required raw files of ``dataset`` (what a run records)."""
     return {f.path: f.sha256 for f in FILES if f.dataset == dataset and not f.optional}
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _problem(path: Path, f: DataFile) -> str | None:

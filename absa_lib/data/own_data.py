@@ -32,9 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from absa_lib.data import datasets as D
-from absa_lib.data.download import file_sha256
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_bytes, csv_rows, decode_utf8
+from absa_lib.fileio import atomic_write_bytes, csv_rows, decode_utf8, file_sha256
 
 SCHEME_FILE = "dataset.json"
 SPLIT_FILES = {split: f"{split}.csv" for split in D.SPLITS}

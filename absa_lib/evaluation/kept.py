@@ -3,7 +3,7 @@ bootstrap of :mod:`absa_lib.evaluation.significance`), small enough to commit wi
 
 A run keeps the class probabilities of every test example at each epoch a protocol selects
 (``dev_best``, ``test_best``: one epoch when they agree) and of every dev example at the dev-selected
-epoch, in ``predictions.npz`` beside its ``metrics.json`` (numpy's compressed archive, no pickled
+epoch, in ``predictions.npz`` beside its metrics record (numpy's compressed archive, no pickled
 objects)::
 
     run_id               the run's id: a copy of another run's file is refused
@@ -18,7 +18,7 @@ so every recorded metric recomputes exactly from the kept rows (they are the arr
 computed from), and :meth:`Kept.disagreement` checks it when a comparison reads them (a run whose records and kept rows
 disagree is refused). Files written before (``logp_<split>_<epoch>``: float16 logs of the
 probabilities, a relative |ln p|·2⁻¹¹ off) still load; where rounding turned near-ties into ties,
-the check refuses them. ``metrics.json`` names the file with its size and
+the check refuses them. The metrics record names the file with its size and
 sha256 and the epochs it keeps per split (``"predictions": {"file", "bytes", "sha256", "epochs": {"dev":
 [...], "test": [...]}}``) and :func:`read_kept` checks them.
 A record without the entry (a run trained before predictions were kept) loads as before, with none.
@@ -170,14 +170,14 @@ def _nan(value) -> bool:
 
 
 def write_kept(folder: Path, kept: Kept) -> dict:
-    """Write ``folder/predictions.npz`` atomically; return the entry ``metrics.json`` names it by."""
+    """Write ``folder/predictions.npz`` atomically; return the entry the metrics record names it by."""
     data = kept.to_bytes()
     atomic_write_bytes(Path(folder) / KEPT_FILE, data)
     return {"file": KEPT_FILE, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "epochs": kept.epochs}
 
 
 def check_entry(entry, where: Path, n_epochs: int) -> None:
-    """The ``predictions`` entry of a metrics.json as training writes it (its file is read later)."""
+    """The ``predictions`` entry of a metrics record as training writes it (its file is read later)."""
     fix = "the file was edited or damaged: restore it, or retrain with --force"
     epochs = entry.get("epochs") if isinstance(entry, dict) else None
     ok = (isinstance(entry, dict) and entry.get("file") == KEPT_FILE and is_int(entry.get("bytes"))
@@ -189,22 +189,21 @@ def check_entry(entry, where: Path, n_epochs: int) -> None:
                         f"epochs: {{dev: [...], test: [...]}} (epochs 1..{n_epochs})}}; {fix}")
 
 
-def read_kept(folder: Path, entry: dict, run_id: str) -> Kept:
-    """The kept predictions of the run in ``folder``, checked against ``entry`` (its metrics.json's
-    ``predictions``): the size, the sha256, the run id and the epochs it names."""
+def read_kept(folder: Path, entry: dict, run_id: str, record: Path) -> Kept:
+    """The kept predictions of the run in ``folder``, checked against ``entry`` (the ``predictions``
+    of its metrics record, the file ``record``): the size, the sha256, the run id and the epochs it names."""
     path = Path(folder) / KEPT_FILE
-    fix = "restore it (it travels with config.json, metrics.json and env.json), or retrain with --force"
+    fix = "restore it (it travels with the run's record), or retrain with --force"
     if not path.is_file() or path.is_symlink():
-        raise AbsaError(f"{path}: missing, but {Path(folder) / 'metrics.json'} says the run kept its predictions "
-                        f"here; {fix}")
+        raise AbsaError(f"{path}: missing, but {record} says the run kept its predictions here; {fix}")
     data = path.read_bytes()
     if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise AbsaError(f"{path}: its bytes are not those metrics.json names ({len(data)} bytes, sha256 "
+        raise AbsaError(f"{path}: its bytes are not those {record.name} names ({len(data)} bytes, sha256 "
                         f"{hashlib.sha256(data).hexdigest()[:12]}…, expected {entry['bytes']}, "
                         f"{entry['sha256'][:12]}…): edited or from another run; {fix}")
     kept = Kept.from_bytes(data, str(path), run_id)
     if kept.epochs != {split: sorted(entry["epochs"][split]) for split in SPLITS}:
-        raise AbsaError(f"{path}: keeps epochs {kept.epochs}, metrics.json names {entry['epochs']}; {fix}")
+        raise AbsaError(f"{path}: keeps epochs {kept.epochs}, {record.name} names {entry['epochs']}; {fix}")
     return kept
 
 

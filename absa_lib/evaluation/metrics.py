@@ -74,7 +74,7 @@ class Metric:
     """One metric, declared once: everything else (the keys a run records, the tables' columns,
     ``absa summary``, ``absa compare``, the epoch selection) reads :data:`REGISTRY`."""
 
-    key: str                          # its name in the run records (metrics.json)
+    key: str                          # its name in the run records (a run's metrics record)
     title: str                        # its column title in the tables
     datasets: tuple[str, ...]         # the datasets it is computed for (OWN_DATA: your own data)
     higher_is_better: bool = True     # its direction

@@ -20,6 +20,7 @@ from absa_lib.device import cpu_has_native_bf16
 from absa_lib.harness.profiles import PROFILES
 from absa_lib.harness.run_all import say
 from absa_lib.harness.runner import cost_summary
+from absa_lib.training.records import run_folders
 
 
 def _has_cuda() -> bool:
@@ -49,7 +50,7 @@ def choose_profile(root: Path) -> str:
     holds trained runs, else ``cpu``; says which and why."""
     if _has_cuda():
         profile, why = "gpu", "a CUDA GPU is available"
-    elif next((root / "results" / "reference" / "runs").rglob("metrics.json"), None) is not None:
+    elif run_folders(root / "results" / "reference" / "runs"):
         profile, why = "render", "no CUDA GPU was found, and results/reference/ holds trained runs"
         say(reference_line(root))
     else:

@@ -22,7 +22,8 @@ from absa_lib.reports.plots import save_run_curve
 from absa_lib.training import runs
 from absa_lib.training.config import TrainConfig, resolved, run_path
 from absa_lib.training.loop import train
-from absa_lib.training.runs import KEPT_RECORD_FILES, Launch, Run, find_runs
+from absa_lib.training.records import Run, RunFolder, find_runs
+from absa_lib.training.runs import Launch
 
 # The notebook parameters that are TrainConfig fields (the training budget): every notebook that
 # trains declares them, and every profile sets them.
@@ -100,7 +101,7 @@ def train_when_free(config: TrainConfig, runs_dir=None, log=print, **kwargs) -> 
     """:func:`train`, but a run that another process is training (a grid beside this notebook) is
     waited for, with one line saying so, instead of refused: once that process lets go of it, the run
     comes from the cache, or resumes from the last epoch that process finished."""
-    lock = run_path(resolved(config), runs_dir) / runs.RUN_LOCK
+    lock = RunFolder(run_path(resolved(config), runs_dir)).lock
     while True:
         try:
             return train(config, runs_dir=runs_dir, **kwargs)
@@ -179,29 +180,27 @@ def export_records(runs: list, results_dir: Path, replace: bool = False) -> list
     ``force_retrain``: the run was retrained on purpose) for the first."""
     written, plan = [], []
     for run in runs:
-        dest = Path(results_dir) / "runs" / run.config["dataset"] / run.config["model"] / run.run_id
+        dest = Path(results_dir) / "runs" / run.config.dataset / run.config.model / run.run_id
         if dest.resolve() == Path(run.path).resolve():
             continue
         run.kept()                  # a kept-predictions file that is missing, damaged or another run's: refused
-        differ = [n for n in KEPT_RECORD_FILES if (dest / n).is_file() and (Path(run.path) / n).is_file()
-                  and (dest / n).read_bytes() != (Path(run.path) / n).read_bytes()]
+        differ = [src.name for src in run.folder.record_files() if (dest / src.name).is_file()
+                  and (dest / src.name).read_bytes() != src.read_bytes()]
         if differ and not replace:
             raise AbsaError(f"{dest}: already holds run {run.run_id} with another {differ[0]} (the same configuration "
                             f"trained again gives other numbers); keep one: remove that record first if {run.path} "
                             "should replace it")
         plan.append((run, dest))
     for run, dest in plan:
-        for name in KEPT_RECORD_FILES:
-            src = Path(run.path) / name
-            if src.is_file():
-                atomic_write_bytes(dest / name, src.read_bytes())
-                written.append(dest / name)
+        for src in run.folder.record_files():
+            atomic_write_bytes(dest / src.name, src.read_bytes())
+            written.append(dest / src.name)
     return written
 
 
 def run_with_checkpoint(runs: list):
     """The first run whose dev-best checkpoint is on disk (analysis needs weights), else None."""
     for run in runs:
-        if (Path(run.path) / "checkpoints" / "best" / "config.json").is_file():
+        if (run.folder.checkpoint("best") / "config.json").is_file():
             return run
     return None

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa_lib.errors import AbsaError, RunBusy, RunStopped
-from absa_lib.fileio import atomic_write_json, lock_holder, read_json
+from absa_lib.fileio import atomic_write_json, lock_holder
 from absa_lib.harness.ablations import ABLATIONS
 from absa_lib.harness.grid import export_records, make_configs, other_attention_specs, table_specs, train_base
 from absa_lib.models import MODELS, names_with
-from absa_lib.training import runs
+from absa_lib.training import records, runs
 from absa_lib.training.config import TrainConfig, run_path
-from absa_lib.training.runs import device_name, load_run, marked_complete, run_seconds
+from absa_lib.training.records import RunFolder, load_run, run_folders
 
 PARTS = ("tables", "ablations", "other")    # notebooks 02-03, 04, 06
 TABLE_MODELS = names_with(table_row=True)
@@ -124,10 +124,9 @@ def _ex_per_s(run_dir: Path) -> float | None:
     """Training examples per second over the run's epochs (from its records)."""
 
     try:
-        config, metrics = read_json(run_dir / "config.json"), read_json(run_dir / "metrics.json")
-        seconds = sum(e["seconds"] for e in metrics["epochs"])
-        return config["n_train_inputs"] * len(metrics["epochs"]) / seconds
-    except (AbsaError, KeyError, ZeroDivisionError):
+        run = load_run(run_dir)
+        return run.config.n_train_inputs * len(run.metrics.epochs) / run.metrics.train_seconds
+    except (AbsaError, TypeError, ZeroDivisionError):
         return None
 
 
@@ -200,7 +199,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
     while queue or running or waiting:
         for i, (cell, look) in sorted(waiting.items()):
             if time.time() >= look:
-                if lock_holder(run_path(cell.config, runs_dir) / runs.RUN_LOCK) is None:
+                if lock_holder(RunFolder(run_path(cell.config, runs_dir)).lock) is None:
                     del waiting[i]
                     waited.add(i)
                     queue.insert(0, (i, cell))      # finished there (cached) or left unfinished (resumed)
@@ -210,7 +209,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
             i, cell = queue.pop(0)
             path = run_path(cell.config, runs_dir)
             try:
-                finished = marked_complete(path / "metrics.json") and not (force and i not in waited)
+                finished = RunFolder(path).marked_complete() and not (force and i not in waited)
                 if finished:
                     load_run(path)           # a cache hit only if its records pass every check
             except AbsaError as err:
@@ -221,7 +220,7 @@ def _serve(cells: list[Cell], runs_dir: Path, data_dir: str | None, workers: int
                 log(f"{what(i, cell)}: finished {'by the other process' if i in waited else 'before'} ({path.name})")
                 rows.append(row(i, cell, path, "cached", examples_per_s=_ex_per_s(path)))
                 continue
-            holder = lock_holder(path / runs.RUN_LOCK)
+            holder = lock_holder(RunFolder(path).lock)
             if holder is not None:
                 wait_or_skip(i, cell, path, f"{path}: another process is training this run (pid {holder})")
                 continue
@@ -343,16 +342,13 @@ def recorded_cost(runs_dir: Path) -> dict:
     user sees what retraining takes on which machine."""
 
     devices: dict[str, dict] = {}
-    for metrics_path in sorted(Path(runs_dir).rglob("metrics.json")):
-        try:
-            metrics, env = read_json(metrics_path), read_json(metrics_path.parent / "env.json")
-        except AbsaError:
+    for folder, complete in run_folders(runs_dir) if Path(runs_dir).is_dir() else []:
+        machine, seconds = (records.recorded_cost(folder) if complete else None) or (None, None)
+        if machine is None:
             continue
-        if not metrics.get("complete"):
-            continue
-        cost = devices.setdefault(device_name(env), {"runs": 0, "hours": 0.0})
+        cost = devices.setdefault(machine, {"runs": 0, "hours": 0.0})
         cost["runs"] += 1
-        cost["hours"] += run_seconds(metrics) / 3600
+        cost["hours"] += seconds / 3600
     return {"runs": sum(c["runs"] for c in devices.values()), "hours": sum(c["hours"] for c in devices.values()),
             "devices": dict(sorted(devices.items()))}
 
@@ -370,4 +366,4 @@ def export_finished(cells: list[Cell], runs_dir: Path, dest: Path) -> list[Path]
     ``<dest>/runs/<dataset>/<model>/<run_id>/``: how a session adds its runs to ``results/reference``."""
 
     paths = [run_path(c.config, runs_dir) for c in cells]
-    return export_records([load_run(p) for p in paths if marked_complete(p / "metrics.json")], dest)
+    return export_records([load_run(p) for p in paths if RunFolder(p).marked_complete()], dest)

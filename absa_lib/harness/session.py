@@ -30,7 +30,7 @@ from absa_lib.harness.grid import train_base
 from absa_lib.harness.profiles import check_profile, check_values, notebook_parameters
 from absa_lib.paths import repo_root
 from absa_lib.training.config import epochs_text
-from absa_lib.training.runs import marked_complete
+from absa_lib.training.records import RunFolder
 
 
 @dataclass
@@ -248,7 +248,7 @@ def check_sources(record, source: Path, reference: Path) -> None:
     Arrays whose run was retrained under another identity or removed are stale; rendering them would
     pair a figure with a model the tables no longer report."""
     for run_id in source_runs(record, source):
-        if not any(marked_complete(m) for m in Path(reference).glob(f"runs/*/*/{run_id}/metrics.json")):
+        if not any(RunFolder(f).marked_complete() for f in Path(reference).glob(f"runs/*/*/{run_id}")):
             raise AbsaError(f"{source}: computed from run {run_id}, which {Path(reference) / 'runs'} does not hold "
                             "(complete); the arrays are stale: recompute them with a training profile "
                             "(e.g. bash run_all.sh cpu) or restore that run's records")

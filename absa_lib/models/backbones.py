@@ -29,7 +29,6 @@ prefix are mapped to Hugging Face names.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -41,6 +40,7 @@ from safetensors.torch import load_file
 from transformers import BertConfig, BertTokenizer
 
 from absa_lib.errors import AbsaError, one_line
+from absa_lib.fileio import file_sha256_cached
 
 BACKBONES = ("bert-base-uncased", "minilm", "bert-base-random", "tiny")
 HUB_ID = "bert-base-uncased"
@@ -117,22 +117,8 @@ def folder_fingerprint(path: Path, names: list[str] | None = None) -> str:
                             if p.is_file() and p.suffix in (".json", ".txt", ".safetensors"))
     h = hashlib.sha256()
     for name in names:
-        h.update(f"{name}:{_file_sha256(Path(path) / name)}\n".encode())
+        h.update(f"{name}:{file_sha256_cached(Path(path) / name)}\n".encode())
     return h.hexdigest()[:16]
-
-
-def _file_sha256(path: Path) -> str:
-    stat = path.stat()
-    return _sha256_cached(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.cache
-def _sha256_cached(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def backbone_config(backbone: str) -> BertConfig:

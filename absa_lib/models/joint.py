@@ -31,8 +31,8 @@ the dev split (dev rather than train loss, so that a merely noisy task does not 
 
     w_t ← (1 − α) w_t + α · L̄_t / Σ_t′ L̄_t′          α = 0.1, w_t = 1/T at the start
 
-The weights used in each epoch and the dev losses that updated them are recorded per epoch in
-``metrics.json`` (``task_weights``, ``dev_task_losses``). The weights live in the model's
+The weights used in each epoch and the dev losses that updated them are recorded per epoch in the
+run's metrics record (``task_weights``, ``dev_task_losses``). The weights live in the model's
 ``task_weights`` buffer, so a resumed run continues with the weights it had.
 """
 

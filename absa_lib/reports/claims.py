@@ -30,7 +30,8 @@ from absa_lib.evaluation.significance import ALPHA, POWER, RULE, TAU, family, se
 from absa_lib.reports.compare import compare, verdict_columns
 from absa_lib.reports.paper_numbers import DATASET_NAMES, METRIC_TITLES, PAIR_NLI_M, PAPER_TABLES
 from absa_lib.reports.tables import budget_key, budget_labels
-from absa_lib.training.config import NEUTRAL_DEFAULTS, TrainConfig
+from absa_lib.training.config import TrainConfig
+from absa_lib.training.records import RunConfig
 
 FAILURE_MARGIN = 10.0
 """Points of the selection metric a side's every seed must beat the best trivial predictor by to count
@@ -87,8 +88,8 @@ COLUMNS = ("source", "claim", "dataset", "budget", "paper_budget", "seeds", "met
            "ci_high", "eps_a_over_b", "eps_b_over_a", "verdict", "runs_a", "runs_b")
 
 
-def _matches(config: dict, fields: dict) -> bool:
-    return all(config.get(k, NEUTRAL_DEFAULTS.get(k)) == v for k, v in fields.items())
+def _matches(config: RunConfig, fields: dict) -> bool:
+    return all(getattr(config, k) == v for k, v in fields.items())
 
 
 def _paper_value(dataset: str, row: str, metric: str) -> float:
@@ -126,24 +127,24 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
     for claim in CLAIMS:
         for dataset in datasets:
             metric = selection_metric(dataset)
-            sides = [[r for r in runs if r.config["dataset"] == dataset and _matches(r.config, fields)]
+            sides = [[r for r in runs if r.config.dataset == dataset and _matches(r.config, fields)]
                      for fields in (claim.a, claim.b)]
             for budget in sorted({budget_key(r.config) for r in sides[0]}, key=lambda key: names[key]):
                 a, b = ([r for r in side if budget_key(r.config) == budget] for side in sides)
-                seeds = sorted({r.config["seed"] for r in a} & {r.config["seed"] for r in b})
+                seeds = sorted({r.config.seed for r in a} & {r.config.seed for r in b})
                 if len(seeds) < 2:
                     continue
-                a, b = ([r for r in side if r.config["seed"] in seeds] for side in (a, b))
+                a, b = ([r for r in side if r.config.seed in seeds] for side in (a, b))
                 compared = compare(a, b, protocol, metrics=(metric,))
                 row = compared.iloc[0]
                 failed = (_failed(dataset, a, protocol, floors), _failed(dataset, b, protocol, floors))
                 records.append({"source": claim.source, "claim": claim.text, "dataset": dataset,
-                                "budget": names[budget], "paper_budget": a[0].config.get("epochs") == PAPER_EPOCHS,
+                                "budget": names[budget], "paper_budget": a[0].config.epochs == PAPER_EPOCHS,
                                 "seeds": " ".join(map(str, seeds)), "metric": metric,
                                 "paper_gain": _paper_gain(dataset, claim.paper, metric),
                                 "differences": row["differences"], "failed": failed,
-                                "runs_a": " ".join(r.run_id for r in sorted(a, key=lambda r: r.config["seed"])),
-                                "runs_b": " ".join(r.run_id for r in sorted(b, key=lambda r: r.config["seed"]))})
+                                "runs_a": " ".join(r.run_id for r in sorted(a, key=lambda r: r.config.seed)),
+                                "runs_b": " ".join(r.run_id for r in sorted(b, key=lambda r: r.config.seed))})
                 verdicts.append(compared.attrs["verdicts"][0])
     for budget in dict.fromkeys(r["budget"] for r in records):      # each budget one family
         members = [i for i, r in enumerate(records) if r["budget"] == budget and not any(r["failed"])]

@@ -32,7 +32,8 @@ from absa_lib.evaluation.significance import (
     paired_differences,
 )
 from absa_lib.reports.tables import budget_key, budget_label, budget_labels, data_key, metric_columns
-from absa_lib.training.runs import Run, describe
+from absa_lib.training.config import describe
+from absa_lib.training.records import Run
 
 PROTOCOLS = ("dev_best", "test_best", "last")
 
@@ -45,12 +46,12 @@ def _one_configuration(runs: list[Run], side: str) -> dict:
     versions = sorted({data_key(r.config) for r in runs})
     if len(groups) == 1 and len(versions) > 1:
         raise AbsaError(f"{side}: runs trained on {len(versions)} versions of the data files ({', '.join(versions)}; "
-                        "data_sha256 in their config.json); give the seeds of one version a side")
+                        "data_sha256 in their run records); give the seeds of one version a side")
     if len(groups) > 1:
         names = "; ".join(f"{name}, {budget}" for name, budget, _ in groups[:4])
         raise AbsaError(f"{side}: runs of {len(groups)} configurations ({names}); give one configuration a side "
                         "(a folder of its seeds, or filters such as model=qacg-bert)")
-    seeds = [r.config["seed"] for r in runs]
+    seeds = [r.config.seed for r in runs]
     twice = sorted({s for s in seeds if seeds.count(s) > 1})
     if twice:
         raise AbsaError(f"{side}: seed {twice[0]} twice (two copies of one run, or runs of two folders); give each "
@@ -65,7 +66,7 @@ class _NotKept(Exception):
 def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[list, np.ndarray, str] | None:
     """Each seed's kept test probabilities at the ``protocol`` epoch, the gold labels and the keys'
     digest; None when a run kept none (trained before runs kept them)."""
-    by_seed = {r.config["seed"]: r for r in runs}
+    by_seed = {r.config.seed: r for r in runs}
     kept = [by_seed[s].kept() for s in seeds]
     if any(k is None for k in kept):
         return None
@@ -77,7 +78,7 @@ def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[
         chosen = by_seed[s].selected(protocol)
         if differ := k.disagreement("test", chosen["epoch"], chosen["test"]):
             raise AbsaError(f"{by_seed[s].path}: its kept predictions do not give back the test {', '.join(differ)} "
-                            f"its metrics.json records at epoch {chosen['epoch']} (the records were edited, or the "
+                            f"its metrics record holds at epoch {chosen['epoch']} (the records were edited, or the "
                             "predictions kept before they were exact round near-ties); a difference needs both to "
                             "agree: retrain the run with --force")
     keys = {k.keys["test"] for k in kept}
@@ -106,27 +107,27 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     a, b = _one_configuration(runs_a, "A"), _one_configuration(runs_b, "B")
     for field, what in (("dataset", "datasets"), ("max_eval_examples", "test sets (max_eval_examples)"),
                         ("data_sha256", "test sets (data files)")):
-        if a.get(field) != b.get(field):
-            raise AbsaError(f"A and B differ in their {what}: {a.get(field)!r} against {b.get(field)!r}; a "
+        if getattr(a, field) != getattr(b, field):
+            raise AbsaError(f"A and B differ in their {what}: {getattr(a, field)!r} against {getattr(b, field)!r}; a "
                             "difference is the models' only on the same test examples")
     if budget_key(a) != budget_key(b):
         raise AbsaError(f"A and B differ in their budget ({budget_label(a)} against {budget_label(b)}, or a field "
                         "of it); compare runs of one budget")
-    dataset, rows = a["dataset"], []
+    dataset, rows = a.dataset, []
     known = [key for key, _, _ in metric_columns(dataset)]
     unknown = [m for m in metrics or () if m not in known]
     if unknown:
         raise AbsaError(f"metric {unknown[0]!r} is not one of {dataset}'s: {', '.join(known)}")
-    shared = sorted({r.config["seed"] for r in runs_a} & {r.config["seed"] for r in runs_b})
-    if len(shared) < 2 and set(r.config["seed"] for r in runs_a) == set(r.config["seed"] for r in runs_b):
+    shared = sorted({r.config.seed for r in runs_a} & {r.config.seed for r in runs_b})
+    if len(shared) < 2 and set(r.config.seed for r in runs_a) == set(r.config.seed for r in runs_b):
         raise AbsaError(f"A and B share {len(shared)} seed{'s' if len(shared) != 1 else ''} "
                         f"({' '.join(map(str, shared))}); a comparison over seeds needs two or more a side")
     asked = tuple(metrics or known)
     scores, not_compared = {}, {}
     for key in asked:
-        score = {side: {r.config["seed"]: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
+        score = {side: {r.config.seed: 100.0 * r.selected(protocol)["test"].get(key, float("nan")) for r in runs}
                  for side, runs in (("a", runs_a), ("b", runs_b))}
-        lacking = sorted({r.config["seed"] for r in (*runs_a, *runs_b) if key not in r.selected(protocol)["test"]})
+        lacking = sorted({r.config.seed for r in (*runs_a, *runs_b) if key not in r.selected(protocol)["test"]})
         undefined = sorted({s for side in score.values() for s, v in side.items() if math.isnan(v)} - set(lacking))
         if len(paired_differences(score["a"], score["b"])) < 2:
             why = [f"{NOT_RECORDED} in seed{'s' if len(lacking) > 1 else ''} {' '.join(map(str, lacking))}"] * bool(lacking)
@@ -138,8 +139,8 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     if not scores:
         raise AbsaError("no metric can be compared: " + "; ".join(f"{k}: {why}" for k, why in not_compared.items()))
     keys = tuple(scores)
-    seeds = list(paired_differences({r.config["seed"]: 0.0 for r in runs_a},   # the shared seeds; unpaired ones
-                                    {r.config["seed"]: 0.0 for r in runs_b}))  # are refused in one line
+    seeds = list(paired_differences({r.config.seed: 0.0 for r in runs_a},   # the shared seeds; unpaired ones
+                                    {r.config.seed: 0.0 for r in runs_b}))  # are refused in one line
     try:
         kept = [_kept_test_probs(runs, protocol, seeds) for runs in (runs_a, runs_b)]
         no_interval = "" if all(kept) else ("a run keeps no per-example predictions (trained before runs kept "
@@ -188,7 +189,7 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
     name = {side: describe(runs[0].config, seed=False) for side, runs in (("A", runs_a), ("B", runs_b))}
     lines = [f"A: {name['A']}, {budget_label(runs_a[0].config)}",
              f"B: {name['B']}, {budget_label(runs_b[0].config)}",
-             f"test set, {protocol} epoch, %; seeds {' '.join(str(s) for s in sorted(r.config['seed'] for r in runs_a))}",
+             f"test set, {protocol} epoch, %; seeds {' '.join(str(s) for s in sorted(r.config.seed for r in runs_a))}",
              f"{'metric':<22} {'A':>6} {'B':>6} {'A-B':>6}  {'per seed':<18} {'95% CI (seeds)':<16} {'p (Holm)':>8} "
              f"{'MDD':>5} {'95% CI (test)':<15} {'eps(A>B)':>8} {'eps(B>A)':>8}  verdict"]
     for r in table.itertuples():

@@ -37,6 +37,7 @@ from absa_lib.evaluation.analysis import (
 )
 from absa_lib.reports import tables
 from absa_lib.reports.tables import budget_key, budget_labels
+from absa_lib.training.records import RunMetrics
 
 # Figure 4: the x-range of each component's bins (the quasi term λ_A ⊙ A_quasi is kept too)
 HIST_RANGES = {"a_hat": (-1.0, 2.0), "lambda_a": (-1.0, 1.0), "a_self": (0.0, 1.0), "a_quasi": (0.0, 1.0),
@@ -263,10 +264,10 @@ def component_table(components: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def training_curve(metrics: dict, dataset: str, label: str, loss: bool = False, seed: int | None = None) -> dict:
-    """One run's curve for :func:`absa_lib.reports.plots.training_curves` from its ``metrics.json`` record:
+def training_curve(metrics: RunMetrics, dataset: str, label: str, loss: bool = False, seed: int | None = None) -> dict:
+    """One run's curve for :func:`absa_lib.reports.plots.training_curves` from its metrics record:
     the selection metric on dev and test per epoch (and the mean train loss with ``loss``)."""
-    metric, rows = metrics["selection_metric"], metrics["epochs"]
+    metric, rows = metrics.selection_metric, metrics.epochs
     curve = {"dataset": dataset, "label": label, "seed": seed, "metric": metric, "epochs": [r["epoch"] for r in rows],
              "dev": [r["dev"][metric] for r in rows], "test": [r["test"][metric] for r in rows]}
     if loss:
@@ -281,14 +282,14 @@ def curves_from_runs(runs: list, labels: list[str] | None = None) -> list[dict]:
     budget too (``minilm, 25 epochs``)."""
 
     if labels is None:
-        labels = [f"{run.config['model']} {run.config['aux']}" for run in runs]
+        labels = [f"{run.config.model} {run.config.aux}" for run in runs]
     if len(labels) != len(runs):
         raise ValueError(f"curves_from_runs: {len(labels)} labels for {len(runs)} runs")
     names = budget_labels([run.config for run in runs])
     several = len(names) > 1
-    return [training_curve(run.metrics, run.config["dataset"],
+    return [training_curve(run.metrics, run.config.dataset,
                            label + (f" ({names[budget_key(run.config)]})" if several else ""),
-                           seed=run.config.get("seed"))
+                           seed=run.config.seed)
             for run, label in zip(runs, labels, strict=True)]
 
 
@@ -312,7 +313,7 @@ def summary_data(dataset: str, runs: list, trivial: dict[str, dict]) -> pd.DataF
             base = {"dataset": dataset, "model": row["model"], "budget": row["budget"], "metric": metric}
             records.append({**base, "kind": "mean", "value": row[metric]})
             records.append({**base, "kind": "paper", "value": row[f"{metric}_paper"]})
-            records += [{**base, "kind": "seed", "seed": r.config["seed"],
+            records += [{**base, "kind": "seed", "seed": r.config.seed,
                          "value": 100.0 * r.selected("dev_best")["test"][metric]} for r in chosen]
     floors = table[table["source"] == tables.TRIVIAL]
     for metric in SUMMARY_METRICS[dataset]:

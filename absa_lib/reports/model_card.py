@@ -30,15 +30,15 @@ import yaml
 from absa_lib import _version
 from absa_lib._version import __version__
 from absa_lib.data import datasets as D
-from absa_lib.data.download import file_sha256
 from absa_lib.data.inputs import B_VARIANTS
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_bytes, atomic_write_json, new_dir_mode, new_file_mode
+from absa_lib.fileio import atomic_write_bytes, new_dir_mode, new_file_mode
 from absa_lib.models import load_tokenizer
 from absa_lib.paths import ensure_writable
 from absa_lib.reports.paper_numbers import DATASET_NAMES, PAPER_TABLES
 from absa_lib.reports.tables import budget_text, matches, metric_columns, trivial_baselines_of
-from absa_lib.training.runs import EXPORT_RECORD, Run, describe, device_name
+from absa_lib.training.config import describe
+from absa_lib.training.records import Run, write_export_record
 
 CARD = "README.md"
 LIBRARY = "absa-companion"   # the card's library_name: the package that loads the folder
@@ -58,23 +58,23 @@ BACKBONE_NOTE = {
 
 
 def _paper_row(config: dict):
-    dataset = config["dataset"]
+    dataset = config.dataset
     return next((row for row in PAPER_TABLES.get(dataset, ()) if matches(config, row, dataset)), None)
 
 
 def card_text(run: Run, data_dir=None) -> str:
     """The model card of ``run`` (Markdown with YAML metadata)."""
-    config, dataset = run.config, run.config["dataset"]
+    config, dataset = run.config, run.config.dataset
     dev, test = run.selected("dev_best"), run.selected("test_best")
     columns = metric_columns(dataset)
     row = _paper_row(config)
     trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES else {}
-    name = f"{config['model']}-{dataset}"
-    subset = config.get("max_eval_examples")
+    name = f"{config.model}-{dataset}"
+    subset = config.max_eval_examples
     # not "transformers" (the hub assumes it of a folder with a config.json), no pipeline_tag, no widget:
     # pipeline() and the hub's snippets cannot build the model's inputs (the module docstring)
     meta = {"library_name": LIBRARY, "inference": False, "language": ["en"], "license": "mit",
-            "tags": ["absa", "aspect-based-sentiment-analysis", "targeted-sentiment", config["model"], "absa_lib"],
+            "tags": ["absa", "aspect-based-sentiment-analysis", "targeted-sentiment", config.model, "absa_lib"],
             "datasets": [dataset],
             "model-index": [] if subset else [{"name": name, "results": [{
                 "task": {"type": "text-classification", "name": "Targeted aspect-based sentiment analysis"},
@@ -82,22 +82,22 @@ def card_text(run: Run, data_dir=None) -> str:
                 "metrics": [{"type": key, "name": f"{title} (dev-selected epoch)", "value": round(100 * dev["test"][key], 2)}
                             for key, title, _ in columns if not math.isnan(dev["test"].get(key, math.nan))]}]}]}
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-             f"# {config['model']} on {DATASET_NAMES.get(dataset, dataset)}", "",
+             f"# {config.model} on {DATASET_NAMES.get(dataset, dataset)}", "",
              f"A {describe(config)} model trained with `absa_lib` (the absa-companion package), the reproducible "
              "companion of "
              "*Context-Guided BERT for Targeted Aspect-Based Sentiment Analysis* (Wu & Ong, AAAI 2021).", "",
              "## Model", "",
              "| | |", "|---|---|",
-             f"| model | `{config['model']}` (preset `{config['preset']}`, input `{config['aux']}`) |",
-             f"| backbone | `{config['backbone']}`, fingerprint `{config.get('backbone_fingerprint')}` |",
+             f"| model | `{config.model}` (preset `{config.preset}`, input `{config.aux}`) |",
+             f"| backbone | `{config.backbone}`, fingerprint `{config.backbone_fingerprint}` |",
              f"| run | `{run.run_id}` (a hash of the configuration, the data files' checksums and the backbone) |",
-             f"| selected epoch | {dev['epoch']} of {config['epochs']}, by dev {run.metrics['selection_metric']} |", "",
+             f"| selected epoch | {dev['epoch']} of {config.epochs}, by dev {run.metrics.selection_metric} |", "",
              "## Data", "",
              DATA.get(dataset, f"your own dataset `{dataset}` (its scheme and files' checksums are in the run's "
                       "config.json); its terms are yours to state"), "",
              "## Training", "",
-             f"{budget_text(config)}; seed {config['seed']}. Trained on "
-             f"{device_name(run.env) or 'an unrecorded machine'}.", "",
+             f"{budget_text(config)}; seed {config.seed}. Trained on "
+             f"{run.env.device_name or 'an unrecorded machine'}.", "",
              "## Test metrics (%)", "",
              "The dev-selected epoch is the honest number; the test-selected one is what the official code reports "
              "(it selects on the test set) and is shown for comparison only."
@@ -123,8 +123,8 @@ def card_text(run: Run, data_dir=None) -> str:
                  "(`absa predict --locations`) as its training text was" if dataset == "sentihood" else
                  "(restaurant reviews)" if dataset == "semeval" else "(your own data)") + ".",
               "It is not a general sentiment model and was not evaluated for fairness or on other domains.", ""]
-    if config["backbone"] in BACKBONE_NOTE:
-        lines += [BACKBONE_NOTE[config["backbone"]], ""]
+    if config.backbone in BACKBONE_NOTE:
+        lines += [BACKBONE_NOTE[config.backbone], ""]
     sentence = example_sentence(dataset)
     shown = "p[\"target\"], " if D.targets_of(dataset) != (None,) else ""
     lines += ["## How to use", "",
@@ -155,8 +155,8 @@ def card_text(run: Run, data_dir=None) -> str:
               "```", "",
               "Its forward takes `input_ids`, `attention_mask`, `token_type_ids` and `context_ids` (one per input; "
               "`absa_export.json` says what each id stands for) and returns the logits"
-              + (f" (with the `{config['aux']}` input, one input per candidate label, whose logits say no / yes; "
-                 "`predict_text` pools them into one label)" if config["aux"] in B_VARIANTS else "")
+              + (f" (with the `{config.aux}` input, one input per candidate label, whose logits say no / yes; "
+                 "`predict_text` pools them into one label)" if config.aux in B_VARIANTS else "")
               + "; `predict_text` builds these inputs as the training did.", ""]
     return "\n".join(lines)
 
@@ -183,7 +183,7 @@ def example_sentence(dataset: str) -> str:
 def output_names(config: dict) -> list[str]:
     """The names of the model's outputs: the dataset's labels, or no / yes for a B input (NLI-B, QA-B),
     which reads one input per candidate label (:func:`~absa_lib.data.inputs.pool_binary_scores`)."""
-    return ["no", "yes"] if config["aux"] in B_VARIANTS else list(D.LABELS[config["dataset"]])
+    return ["no", "yes"] if config.aux in B_VARIANTS else list(D.LABELS[config.dataset])
 
 
 def context_map(dataset: str) -> dict[str, list]:
@@ -193,7 +193,7 @@ def context_map(dataset: str) -> dict[str, list]:
 
 def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
     """Write the dev-selected model of ``run`` (its labels named), its tokenizer, :func:`card_text` and
-    :data:`~absa_lib.training.runs.EXPORT_RECORD` (the run record, labels, contexts, every file's
+    :data:`~absa_lib.training.records.EXPORT_RECORD` (the run record, labels, contexts, every file's
     SHA-256) to ``folder``, a new or empty folder; return the folder. Written beside it under a
     temporary name and renamed into place, so a killed export leaves no folder that looks complete."""
     folder = Path(folder).absolute()
@@ -204,21 +204,18 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
         raise AbsaError(f"{folder}: exists and is not an empty folder; give a new folder to export to")
     model = run.load_model("best")                       # verified: this run's, at its dev-selected epoch
     card = card_text(run, data_dir)
-    dataset, labels = run.config["dataset"], list(D.LABELS[run.config["dataset"]])
+    dataset, labels = run.config.dataset, list(D.LABELS[run.config.dataset])
     outputs = output_names(run.config)                   # what the classifier's outputs mean (sets num_labels)
     model.config.id2label, model.config.label2id = dict(enumerate(outputs)), {lab: i for i, lab in enumerate(outputs)}
     ensure_writable(folder.parent, "give a folder you can write to")
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
     try:
         model.save_pretrained(staging)
-        load_tokenizer(run.config["backbone"]).save_pretrained(staging)
+        load_tokenizer(run.config.backbone).save_pretrained(staging)
         atomic_write_bytes(staging / CARD, card.encode("utf-8"))
         for p in staging.iterdir():                      # safetensors writes 0o600; the rest are the umask's
             p.chmod(new_file_mode())
-        atomic_write_json(staging / EXPORT_RECORD, {
-            "run": run.config, "labels": labels, "contexts": context_map(dataset),
-            "selected_epoch": run.selected("dev_best")["epoch"], "absa_lib_version": __version__,
-            "sha256": {p.name: file_sha256(p) for p in sorted(staging.iterdir()) if p.is_file()}})
+        write_export_record(staging, run, labels, context_map(dataset))
         staging.chmod(new_dir_mode())
         if folder.is_dir():
             folder.rmdir()                               # empty (checked above); another export's files: refused

@@ -19,7 +19,7 @@ import pandas as pd
 from absa_lib.errors import AbsaError
 from absa_lib.reports.paper_numbers import METRICS, TITLES, paper_rows
 from absa_lib.reports.tables import aggregate_metrics, budget_key, budget_labels, matches, split_by_budget
-from absa_lib.training.runs import describe
+from absa_lib.training.config import describe
 
 LAST = 5    # epochs in the plateau
 
@@ -27,8 +27,8 @@ LAST = 5    # epochs in the plateau
 def _check(run, last: int) -> None:
     if last < 1:
         raise AbsaError(f"last={last}: the plateau needs at least one epoch")
-    if run.config["dataset"] not in METRICS:
-        raise AbsaError(f"{run.path}: dataset {run.config['dataset']!r} has no table metrics; expected one of "
+    if run.config.dataset not in METRICS:
+        raise AbsaError(f"{run.path}: dataset {run.config.dataset!r} has no table metrics; expected one of "
                         f"{', '.join(METRICS)}")
 
 
@@ -36,7 +36,7 @@ def epoch_spread(run, last: int = LAST) -> dict[str, dict[str, float]]:
     """Per table metric of ``run`` (in %): the test value at the dev-best epoch (``dev_best``), the
     plateau (``plateau``), and the test set's own best epoch (``best``, ``best_epoch``; optimistic)."""
     _check(run, last)
-    dataset, epochs = run.config["dataset"], run.metrics["epochs"]
+    dataset, epochs = run.config.dataset, run.metrics.epochs
     curve = [{k: mean for k, (mean, _) in aggregate_metrics(dataset, [e["test"]]).items()} for e in epochs]
     chosen = run.selected("dev_best")["epoch"]
     plateau = aggregate_metrics(dataset, [e["test"] for e in epochs[-last:]])
@@ -52,7 +52,7 @@ def epoch_spread(run, last: int = LAST) -> dict[str, dict[str, float]]:
 def system_name(config: dict) -> str:
     """The Table 1/2 row a run reproduces (e.g. ``QACG-BERT (auxiliary sentences)``), else its
     configuration but the seed (an ablation: ``cg-bert NLI-M gate_activation=sigmoid (paper)``)."""
-    row = next((r for r in paper_rows(config["dataset"]) if matches(config, r, config["dataset"])), None)
+    row = next((r for r in paper_rows(config.dataset) if matches(config, r, config.dataset)), None)
     return row.name if row is not None else describe(config, seed=False, dataset=False)
 
 
@@ -65,17 +65,17 @@ def spread_table(runs: list, last: int = LAST) -> pd.DataFrame:
     systems: dict[tuple[str, str], list] = {}
     for run in runs:
         _check(run, last)
-        if len(run.metrics["epochs"]) > last:
-            systems.setdefault((run.config["dataset"], system_name(run.config)), []).append(run)
+        if len(run.metrics.epochs) > last:
+            systems.setdefault((run.config.dataset, system_name(run.config)), []).append(run)
     records, columns = [], ["dataset", "system", "budget", "n_seeds", "seeds", "dev_epochs"]
     for (dataset, system), group in sorted(systems.items(), key=lambda item: _order(*item[0])):
         names = budget_labels([r.config for r in group])
         for same_budget in split_by_budget(group):
-            same_budget = sorted(same_budget, key=lambda r: r.config["seed"])
+            same_budget = sorted(same_budget, key=lambda r: r.config.seed)
             chosen = aggregate_metrics(dataset, [r.selected("dev_best")["test"] for r in same_budget])
-            plateau = aggregate_metrics(dataset, [e["test"] for r in same_budget for e in r.metrics["epochs"][-last:]])
+            plateau = aggregate_metrics(dataset, [e["test"] for r in same_budget for e in r.metrics.epochs[-last:]])
             record = {"dataset": dataset, "system": system, "budget": names[budget_key(same_budget[0].config)],
-                      "n_seeds": len(same_budget), "seeds": " ".join(str(r.config["seed"]) for r in same_budget),
+                      "n_seeds": len(same_budget), "seeds": " ".join(str(r.config.seed) for r in same_budget),
                       "dev_epochs": " ".join(str(r.selected("dev_best")["epoch"]) for r in same_budget)}
             for metric, _, _ in METRICS[dataset]:
                 record |= {f"{metric}_dev_best": chosen[metric][0], f"{metric}_plateau": plateau[metric][0],

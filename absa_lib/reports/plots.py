@@ -453,9 +453,9 @@ def claims_figure(table: pd.DataFrame) -> Figure:
 def save_run_curve(run) -> Path:
     """A finished run's ``curve.png``: its selection metric on dev and test, and its train loss, per
     epoch (drawn once; ``absa train``, the grid and the notebooks call this after training)."""
-    path = Path(run.path) / "curve.png"
+    path = run.folder.curve
     if not path.is_file():
         config = run.config
-        curve = figure_data.training_curve(run.metrics, config["dataset"], f"{config['model']} ({config['aux']})", loss=True)
+        curve = figure_data.training_curve(run.metrics, config.dataset, f"{config.model} ({config.aux})", loss=True)
         save_figure(training_curves([curve], loss=True), run.path, "curve", formats=("png",), close=True)
     return path

@@ -21,7 +21,6 @@ import pandas as pd
 from absa_lib.data import datasets as D
 from absa_lib.data.own_data import register_dataset
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import read_json
 from absa_lib.reports.paper_numbers import DATASET_NAMES
 from absa_lib.reports.tables import (
     OURS,
@@ -40,18 +39,17 @@ from absa_lib.reports.tables import (
     trivial_baselines,
     trivial_values,
 )
-from absa_lib.training.config import NEUTRAL_DEFAULTS
-from absa_lib.training.runs import Run, describe, find_runs, run_folders
+from absa_lib.training.config import describe
+from absa_lib.training.records import Run, RunConfig, find_runs, run_folders, unfinished_progress
 
 NOT_SHARED = ("seed", "run_id")
 """The fields in which runs of one row may differ."""
 
 
-def _shared(config: dict) -> tuple:
-    """What the runs of one row have in common: the configuration but the seed, with a field older
-    records lack at its neutral value (so records from before a field existed join their row)."""
-    full = {**NEUTRAL_DEFAULTS, **config}
-    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in full.items() if k not in NOT_SHARED))
+def _shared(config: RunConfig) -> tuple:
+    """What the runs of one row have in common: the configuration (as upgraded, so records from before
+    a field existed join their row) but the seed."""
+    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in config.items() if k not in NOT_SHARED))
 
 
 def _shown(value: str) -> str:
@@ -67,7 +65,7 @@ def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
     of one run (the same run id in two runs folders, e.g. retrained on another machine) are never
     averaged as seeds: each copy makes a row of its own, named by the folder that holds it."""
     groups: dict[tuple, list[Run]] = {}
-    for run in sorted(runs, key=lambda r: (r.config.get("seed", 0), r.run_id)):
+    for run in sorted(runs, key=lambda r: (r.config.seed, r.run_id)):
         groups.setdefault(_shared(run.config), []).append(run)
     for key, group in list(groups.items()):          # one run retrained elsewhere is not a second seed:
         if len({r.run_id for r in group}) < len(group):                        # a row per folder
@@ -109,16 +107,8 @@ def unfinished_runs(runs_dir: str | Path) -> list[str]:
     """The run folders under ``runs_dir`` still training or stopped mid-way, each as
     ``path (k of n epochs)``: what a summary does not count."""
 
-    def record(path: Path) -> dict:
-        obj = read_json(path) if path.is_file() else {}
-        if not isinstance(obj, dict):
-            raise AbsaError(f"{path}: expected a JSON object, got {type(obj).__name__}; delete the run folder "
-                            "or rerun with --force")
-        return obj
-
-    return [f"{folder} ({len(record(folder / 'metrics.json').get('epochs', []))} of "
-            f"{record(folder / 'config.json').get('epochs', '?')} epochs)"
-            for folder, complete in run_folders(runs_dir) if not complete]
+    return [f"{folder} ({done} of {planned} epochs)" for folder, complete in run_folders(runs_dir) if not complete
+            for done, planned in [unfinished_progress(folder)]]
 
 
 def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("dev_best", "test_best"),
@@ -132,10 +122,10 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
             raise AbsaError(f"selection {p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
     records = []
     for protocol in protocols:
-        for name, group in group_runs([r for r in runs if r.config["dataset"] == dataset]).items():
+        for name, group in group_runs([r for r in runs if r.config.dataset == dataset]).items():
             cells, no_aspect = seed_cells(dataset, group, protocol)
             records.append({"row": name, "source": OURS, "selection": protocol, "n_seeds": len(group),
-                            "seeds": " ".join(str(r.config.get("seed")) for r in group),
+                            "seeds": " ".join(str(r.config.seed) for r in group),
                             "epochs_chosen": " ".join(str(r.selected(protocol)["epoch"]) for r in group),
                             **budget_columns(group), "run_ids": run_ids(group), "no_aspect_seeds": no_aspect,
                             **cells})
@@ -196,18 +186,18 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     runs = list({r.path.resolve(): r for folder in folders for r in find_runs(folder)}.values())
     unfinished = list(dict.fromkeys(u for folder in folders for u in unfinished_runs(folder)))
     if not runs and not unfinished:
-        raise AbsaError(f"{', '.join(map(str, folders))}: no run records (config.json) below it; give a folder "
+        raise AbsaError(f"{', '.join(map(str, folders))}: no run records below it; give a folder "
                         "that `absa train --out` or `absa grid` wrote to")
     parts, frames = [], []
-    found = {r.config["dataset"] for r in runs}
+    found = {r.config.dataset for r in runs}
     for dataset in [d for d in D.DATASETS if d in found] + sorted(found - set(D.DATASETS)):   # the paper's order
         own = D.OWN.get(dataset)
         subset = shared_eval_subset(dataset, runs)                      # the trivial rows' test examples
         if own and own.folder is None:
             trivial, note = {}, (f"Trivial rows not shown: {dataset!r} is known from its run records alone; "
                                  "give its folder (`absa summary --data FOLDER`) to score them.")
-        elif own and (other := [r for r in runs if r.config["dataset"] == dataset
-                                and r.config.get("data_sha256") != own.checksums()]):
+        elif own and (other := [r for r in runs if r.config.dataset == dataset
+                                and r.config.data_sha256 != own.checksums()]):
             trivial, note = {}, (f"Trivial rows not shown: {len(other)} run(s) (e.g. {other[0].path}) were "
                                  f"trained on other files than those in {own.folder}; give the folder they "
                                  "were trained on.")
@@ -216,8 +206,8 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
                 trivial, note = trivial_baselines(dataset, data_dir, subset), ""
             except AbsaError as err:
                 trivial, note = {}, f"Trivial rows not shown: {err}"
-        if subset is None and any(r.config.get("max_eval_examples") is not None
-                                  for r in runs if r.config["dataset"] == dataset):
+        if subset is None and any(r.config.max_eval_examples is not None
+                                  for r in runs if r.config.dataset == dataset):
             note += (" " if note else "") + ("Rows are scored on different parts of the test set "
                                              "(max_eval_examples); the trivial rows on all of it.")
         elif subset is not None:

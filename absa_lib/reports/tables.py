@@ -18,7 +18,7 @@ SemEval aspect F1 is the paper's way, from the mean precision and mean recall (i
 
 Every run is reported at the epoch chosen by a selection protocol: ``dev_best`` (default; chosen
 on the dev split) or ``test_best`` (the official code's protocol: chosen on the test set itself,
-so optimistic), both recorded in each run's ``metrics.json``.
+so optimistic), both recorded in each run's metrics record.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from absa_lib.evaluation.metrics import (
 )
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.reports.paper_numbers import TITLES, PaperRow, paper_rows
-from absa_lib.training.config import NEUTRAL_DEFAULTS, budget_fields, budget_parts, epochs_text
-from absa_lib.training.runs import describe, device_name
+from absa_lib.training.config import budget_fields, budget_parts, describe, epochs_text
+from absa_lib.training.records import RunConfig
 
 PROTOCOLS = ("dev_best", "test_best")
 PROTOCOL_LABELS = {
@@ -61,7 +61,6 @@ STEMS = {"sentihood": "table1_sentihood", "semeval": "table2_semeval"}
 # What makes a run part of the main grid (the tables): the paper preset, no overrides, one head, and
 # the row's sampler (uniform; per-context for bert-single).
 MAIN_GRID = {"preset": "paper", "model_overrides": {}, "objective": "single"}
-_ABSENT = {"model_overrides": {}, "objective": "single"}     # the value of a field a run record lacks
 # What, besides the row's configuration (TrainConfig's "grid" fields) and the seed, tells budgets apart:
 # every other TrainConfig field (its declaration is the only list) and the backbone's weights. Runs of
 # one dataset differing in any of them, or in the version of its data files (data_key), are never
@@ -74,11 +73,11 @@ def run_ids(runs: list) -> str:
     return " ".join(r.run_id for r in runs)
 
 
-def matches(config: dict, row: PaperRow, dataset: str) -> bool:
+def matches(config: RunConfig, row: PaperRow, dataset: str) -> bool:
     """Whether a run's config reproduces ``row`` (main grid only)."""
-    return (row.model is not None and config.get("dataset") == dataset and config.get("model") == row.model
-            and config.get("aux") == row.aux and config.get("sampler") == row.sampler
-            and all((config.get(k) or _ABSENT.get(k)) == v for k, v in MAIN_GRID.items()))
+    return (row.model is not None and config.dataset == dataset and config.model == row.model
+            and config.aux == row.aux and config.sampler == row.sampler
+            and all(getattr(config, k) == v for k, v in MAIN_GRID.items()))
 
 
 def metric_columns(dataset: str) -> tuple[tuple[str, str, int], ...]:
@@ -104,14 +103,14 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
     return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in columns}
 
 
-def budget_key(config: dict) -> tuple:
+def budget_key(config: RunConfig) -> tuple:
     """What, besides the seed, makes runs of one system comparable (backbone and training budget)."""
-    return tuple(str(config.get(k, NEUTRAL_DEFAULTS.get(k))) for k in GROUP_FIELDS)
+    return tuple(str(getattr(config, k)) for k in GROUP_FIELDS)
 
 
-def data_key(config: dict) -> str:
+def data_key(config: RunConfig) -> str:
     """The version of the data files a run was trained and scored on (a digest of their checksums)."""
-    return "sha256:" + hashlib.sha256(json.dumps(config.get("data_sha256"), sort_keys=True).encode()).hexdigest()[:8]
+    return "sha256:" + hashlib.sha256(json.dumps(config.data_sha256, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def split_by_budget(runs: list) -> list[list]:
@@ -124,20 +123,20 @@ def split_by_budget(runs: list) -> list[list]:
     for group in groups.values():                  # a mean over seeds, not over copies of one seed
         first: dict = {}
         for r in group:
-            other = first.setdefault(r.config.get("seed"), r)
+            other = first.setdefault(r.config.seed, r)
             if other is not r:
-                raise AbsaError(f"{other.path} and {r.path} are both seed {r.config.get('seed')} of "
+                raise AbsaError(f"{other.path} and {r.path} are both seed {r.config.seed} of "
                                 f"{describe(r.config, seed=False)} at one budget: a row averages distinct seeds, "
                                 "so move one of them out of the runs folder (`absa summary` shows copies apart)")
     return sorted(groups.values(), key=lambda g: (-len(g), budget_key(g[0].config)))
 
 
-def budget_label(config: dict) -> str:
+def budget_label(config: RunConfig) -> str:
     """A short name of a run's budget for table cells, e.g. ``minilm, 25 epochs``."""
-    return f"{config.get('backbone')}, {epochs_text(config.get('epochs'))}"
+    return f"{config.backbone}, {epochs_text(config.epochs)}"
 
 
-def budget_labels(configs: list[dict]) -> dict[tuple, str]:
+def budget_labels(configs: list[RunConfig]) -> dict[tuple, str]:
     """A name for each budget (:func:`budget_key`) among ``configs``, unique among them: its
     :func:`budget_label`, and where two budgets share that, the fields that tell them apart, e.g.
     ``minilm, 1 epoch [lr=5e-05]`` beside ``minilm, 1 epoch [lr=2e-05]``, as `absa summary` names rows."""
@@ -182,7 +181,7 @@ def trivial_baselines(dataset: str, data_dir=None, max_eval_examples: int | None
 def shared_eval_subset(dataset: str, runs: list) -> int | None:
     """The ``max_eval_examples`` that every run of ``dataset`` among ``runs`` was scored with, for
     :func:`trivial_baselines`; None (the whole test set) when they differ or there are none."""
-    subsets = {r.config.get("max_eval_examples") for r in runs if r.config["dataset"] == dataset}
+    subsets = {r.config.max_eval_examples for r in runs if r.config.dataset == dataset}
     return next(iter(subsets)) if len(subsets) == 1 else None
 
 
@@ -202,7 +201,7 @@ def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
     return name, 100 * metrics[metric]
 
 
-def budget_text(config: dict) -> str:
+def budget_text(config: RunConfig) -> str:
     """The training budget of a run, as a table footnote shows it (the fields' ``shown``:
     :func:`absa_lib.training.config.budget_parts`)."""
     return ", ".join(budget_parts(config))
@@ -211,14 +210,14 @@ def budget_text(config: dict) -> str:
 def budget_columns(runs: list, names: dict[tuple, str] | None = None) -> dict:
     """``budget`` (short: its name in ``names``, the :func:`budget_labels` of the whole table, else
     :func:`budget_label`) and ``budget_text`` (in full, :func:`budget_text`) of one budget's runs, and
-    ``device``: the machines they trained on (:func:`absa_lib.training.runs.device_name`, sorted, joined by
+    ``device``: the machines they trained on (:attr:`absa_lib.training.records.RunEnv.device_name`, sorted, joined by
     ``DEVICE_SEP``); all empty without runs. Every table names its rows' budgets with them."""
     if not runs:
         return {"budget": "", "budget_text": "", "device": ""}
     cfg = runs[0].config
     label = names[budget_key(cfg)] if names else budget_label(cfg)
     return {"budget": label, "budget_text": budget_text(cfg),
-            "device": DEVICE_SEP.join(sorted({device_name(r.env) for r in runs} - {""}))}
+            "device": DEVICE_SEP.join(sorted({r.env.device_name for r in runs} - {""}))}
 
 
 def no_aspect_seeds(dataset: str, runs: list, chosen: list[dict]) -> str:
@@ -227,7 +226,7 @@ def no_aspect_seeds(dataset: str, runs: list, chosen: list[dict]) -> str:
     seed, so every table names them under the row (:func:`no_aspect_footnotes`)."""
 
     key = recall_metric(dataset)
-    return " ".join(str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if m.get(key) == 0)
+    return " ".join(str(r.config.seed) for r, m in zip(runs, chosen, strict=True) if m.get(key) == 0)
 
 
 def no_aspect_footnotes(df: pd.DataFrame, name_column: str, where: str = "the selected epoch") -> list[str]:
@@ -257,7 +256,7 @@ def not_recorded(dataset: str, runs: list, chosen: list[dict]) -> str:
     the seeds that have it (:func:`not_recorded_footnotes`); empty when every run has every metric."""
     parts = []
     for key, title, _ in metric_columns(dataset):
-        seeds = [str(r.config.get("seed")) for r, m in zip(runs, chosen, strict=True) if key not in m]
+        seeds = [str(r.config.seed) for r, m in zip(runs, chosen, strict=True) if key not in m]
         if seeds:
             parts.append(f"{title} –, {NOT_RECORDED} (seed{'s' if len(seeds) > 1 else ''} {' '.join(seeds)})")
     return "; ".join(parts)
@@ -295,12 +294,12 @@ def seed_cells(dataset: str, runs: list, protocol: str, suffix: str = "") -> tup
 def _ours(dataset: str, protocol: str, group: list, names: dict[tuple, str]) -> dict:
     """The columns of one group of runs (same configuration but the seed) under ``protocol``;
     ``names``: the :func:`budget_labels` of the table's runs."""
-    group = sorted(group, key=lambda r: (r.config.get("seed", 0), r.run_id))
+    group = sorted(group, key=lambda r: (r.config.seed, r.run_id))
     cfg = group[0].config
     cells, no_aspect = seed_cells(dataset, group, protocol)
-    return {"source": OURS, "selection": protocol, "backbone": cfg.get("backbone"), "n_seeds": len(group),
-            "seeds": " ".join(str(r.config.get("seed")) for r in group), "epochs": cfg.get("epochs"),
-            "max_train_examples": cfg.get("max_train_examples"), **budget_columns(group, names),
+    return {"source": OURS, "selection": protocol, "backbone": cfg.backbone, "n_seeds": len(group),
+            "seeds": " ".join(str(r.config.seed) for r in group), "epochs": cfg.epochs,
+            "max_train_examples": cfg.max_train_examples, **budget_columns(group, names),
             "run_ids": run_ids(group), "no_aspect_seeds": no_aspect, **cells}
 
 
@@ -325,7 +324,7 @@ def build_table(dataset: str, runs: list, protocols: tuple[str, ...] = PROTOCOLS
 
     Args:
         dataset: ``sentihood`` (Table 1) or ``semeval`` (Table 2).
-        runs: :class:`absa_lib.training.runs.Run` objects; runs outside the main grid (other presets, samplers, overrides, datasets) are ignored.
+        runs: :class:`absa_lib.training.records.Run` objects; runs outside the main grid (other presets, samplers, overrides, datasets) are ignored.
         protocols: selection protocols to report, one block of rows each.
         models: keep only the rows these models reproduce (default: the whole table).
         trivial: :func:`trivial_baselines` of the dataset, added as rows with ``source == "trivial"``.

@@ -123,8 +123,8 @@ def comparison_table(dataset: str, grid: dict, specs: list, trivial: dict[str, d
     for spec, groups in zip(specs, groups_of, strict=True):
         for budget, runs in groups:
             rec = {"label": spec.label, "model": spec.model, "aux": spec.aux, "objective": spec.objective,
-                   "change": spec.change, "n_seeds": len(runs), "epochs": runs[0].config["epochs"] if runs else None,
-                   "backbone": str(runs[0].config.get("backbone")) if runs else "", **budget,
+                   "change": spec.change, "n_seeds": len(runs), "epochs": runs[0].config.epochs if runs else None,
+                   "backbone": str(runs[0].config.backbone) if runs else "", **budget,
                    "run_ids": run_ids(runs), "source": OURS}
             cells, rec["no_aspect_seeds"] = seed_cells(dataset, runs, "dev_best")   # the footnote: dev-best cells
             rec.update(cells)

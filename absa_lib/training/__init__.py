@@ -4,8 +4,9 @@
     loop        :func:`train`: open or resume -> epochs -> evaluate -> record -> finish
     recorder    the epoch's bookkeeping: what the run folder holds after each epoch (the selection,
                 the kept predictions, the resume state), and the resume itself
-    runs        run folders: the records, the identity check, the cache lookup, locks, environment;
-                exported model folders
+    records     the run folder's owner: every record of a run folder and of an exported folder, typed,
+                checked and upgraded once at load; the cache lookup (find_runs)
+    runs        launching runs: how a process trains them, the lock of a run, the machine it records
     splits      a run's tokenized splits and each epoch's batches (seeded per epoch)
     optim       AdamW with the paper's schedule
     checkpoint  safetensors checkpoints with checksums, and the resume state
@@ -13,6 +14,6 @@
 
 from absa_lib.training.config import TrainConfig
 from absa_lib.training.loop import train
-from absa_lib.training.runs import Run, find_runs, load_run
+from absa_lib.training.records import Run, find_runs, load_run
 
 __all__ = ["Run", "TrainConfig", "find_runs", "load_run", "train"]

@@ -18,9 +18,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from absa_lib.data.download import file_sha256
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_json, new_file_mode, read_json
+from absa_lib.fileio import atomic_write_json, file_sha256, new_file_mode, read_json
 
 CHECKSUMS = "checksums.json"
 IDENTITY = "checkpoint.json"        # {"run_id", "epoch"}: the run and the epoch this checkpoint holds

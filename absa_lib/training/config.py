@@ -4,9 +4,9 @@ A run is identified by a hash of its configuration (precision resolved for the m
 backbone as an absolute path), the data files' checksums, the backbone's fingerprint and the
 library version (:func:`run_identity`). Fields added after the first runs were recorded are left
 out of the hash while they hold the value that reproduces the earlier behaviour
-(:data:`NEUTRAL_DEFAULTS`), so earlier runs keep their ids. A run's ``config.json`` records all of
-it; :func:`config_from_record` rebuilds the config and refuses a record whose ``run_id`` is not the
-hash of what it records (an edited file).
+(:data:`NEUTRAL_DEFAULTS`), so earlier runs keep their ids. A run's config record holds all of it
+(:class:`absa_lib.training.records.RunConfig` rebuilds the config and refuses a record whose
+``run_id`` is not the hash of what it records).
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from pathlib import Path
 from absa_lib._version import __version__
 from absa_lib.checks import is_int, is_number
 from absa_lib.data import datasets as D
-from absa_lib.data.download import dataset_checksums, file_sha256
+from absa_lib.data.download import dataset_checksums
 from absa_lib.data.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
-from absa_lib.data.own_data import register_scheme, scheme_from_dict
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
-from absa_lib.fileio import read_json
+from absa_lib.fileio import file_sha256, read_json
 from absa_lib.models import MODELS, PRESETS, checked_overrides, names_with, traits
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
 from absa_lib.models.joint import OBJECTIVES
@@ -201,13 +200,26 @@ def budget_fields(cls: type = TrainConfig) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["role"] != "grid")
 
 
-def budget_parts(record: dict, cls: type = TrainConfig) -> list[str]:
-    """A run record's budget as its footnote names it: each field that says how it is ``shown``, in its
-    rank (a field an older record lacks: at its :data:`NEUTRAL_DEFAULTS` value)."""
+def budget_parts(config, cls: type = TrainConfig) -> list[str]:
+    """A run's budget (a :class:`TrainConfig`, or a run's record of one) as its footnote names it: each
+    field that says how it is ``shown``, in its rank."""
     shown = sorted((f.metadata["shown"][0], f.name, f.metadata["shown"][1]) for f in dataclasses.fields(cls)
                    if f.metadata["shown"])
-    parts = (text(record.get(name, NEUTRAL_DEFAULTS.get(name))) for _, name, text in shown)
+    parts = (text(getattr(config, name)) for _, name, text in shown)
     return [part for part in parts if part is not None]
+
+
+def describe(config, seed: bool = True, dataset: bool = True) -> str:
+    """A run's configuration (a :class:`TrainConfig`, or a run's record of one) in a few words, for
+    scripts that list runs, e.g. ``semeval cg-bert NLI-M gate_activation=sigmoid (paper) seed 42``,
+    ``sentihood qacg-bert (no aux) (paper) seed 43`` or ``semeval bert-single per-context batches (paper)
+    seed 42`` (without ``seed``: what its seeds share; without ``dataset``: a row of a dataset's table)."""
+    aux = {"single": "", "none": " (no aux)"}.get(config.aux, f" {config.aux}")
+    overrides = "".join(f" {k}={v}" for k, v in sorted(config.model_overrides.items()))
+    objective = f" {config.objective}" if config.objective != "single" else ""
+    sampler = f" {config.sampler} batches" if config.sampler != "uniform" else ""
+    return ((f"{config.dataset} " if dataset else "") + f"{config.model}{aux}{overrides}{objective}{sampler} ({config.preset})"
+            + (f" seed {config.seed}" if seed else ""))
 
 
 def config_hash(identity: dict) -> str:
@@ -245,77 +257,6 @@ def data_checksums(dataset: str) -> dict[str, str]:
                         "(absa train --dataset FOLDER, or absa_lib.data.own_data.register_dataset(FOLDER))")
     D.OWN[dataset].check_files()          # the run cache is keyed on these: never on stale ones
     return D.OWN[dataset].checksums()
-
-
-# What a run's config.json records besides the TrainConfig fields (see train()).
-RECORD_EXTRAS = ("run_id", "data_sha256", "dataset_scheme", "backbone_fingerprint", "absa_lib_version",
-                 "vectors_sha256", "n_train_examples", "n_train_inputs", "n_dev_examples", "n_test_examples")
-
-
-def recorded_identity(record: dict) -> dict:
-    """The :func:`run_identity` a run's config.json describes, from what it recorded: its fields, the
-    data checksums, the backbone fingerprint and the library version. Nothing is recomputed (neither
-    the data nor the backbone's weights are needed), so its hash is the run_id the record must carry.
-    A record without a backbone fingerprint was written before the fingerprint and the neutral
-    defaults were part of the identity, and is hashed as it was then."""
-    fields = {k: v for k, v in record.items() if k not in RECORD_EXTRAS}
-    identity = {"config": fields, "data_sha256": record.get("data_sha256")}
-    if "backbone_fingerprint" in record:
-        identity["config"] = {k: v for k, v in fields.items()
-                              if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
-        identity["backbone_fingerprint"] = record["backbone_fingerprint"]
-    for extra in ("dataset_scheme", "vectors_sha256"):
-        if extra in record:
-            identity[extra] = record[extra]
-    return {**identity, "absa_lib_version": record.get("absa_lib_version")}
-
-
-class _NameTaken(Exception):
-    """A run record's own-data scheme clashes with another dataset of that name in this process."""
-
-
-def config_from_record(record, source: Path) -> TrainConfig:
-    """The TrainConfig of a run's config.json, after checking that it is one and that its run_id is
-    the hash of what it records (an edited ``dataset``, ``aux`` or ``model`` would otherwise make
-    ``absa predict`` answer confidently with the wrong labels).
-
-    Raises:
-        AbsaError: naming ``source``: not a JSON object, a missing or wrong-typed field, or a run_id
-            that does not match.
-    """
-    fix = "restore the file, or train the run again with `absa train ... --force`"
-    needed = ("run_id", "dataset", "model", "aux", "backbone")
-    if not isinstance(record, dict) or not set(needed) <= set(record):
-        if isinstance(record, dict) and "absa_model" in record:     # a checkpoint's config.json
-            raise AbsaError(f"{source}: a model's config (a checkpoint, or an exported folder without its "
-                            "absa_export.json, or one still being written), not a run record; give the run folder (the "
-                            "one holding checkpoints/) as `absa train` printed it, or a complete `absa export` folder")
-        got = (type(record).__name__ if not isinstance(record, dict)
-               else f"no {', '.join(k for k in needed if k not in record)}")
-        raise AbsaError(f"{source}: expected a run record (a JSON object with run_id, dataset, model, aux, "
-                        f"backbone and the other training fields), got {got}; {fix}")
-    try:
-        if "dataset_scheme" in record:              # your own data: the run knows its labels and aspects
-
-            scheme = scheme_from_dict(record["dataset_scheme"], "field dataset_scheme")
-            if scheme.name != record["dataset"]:
-                raise AbsaError(f"dataset_scheme names {scheme.name!r}, the run's dataset is "
-                                f"{record['dataset']!r}")
-            try:
-                register_scheme(scheme)
-            except AbsaError as err:                    # the record is fine: another dataset took the name
-                raise _NameTaken(str(err)) from None
-        config = TrainConfig(**{k: v for k, v in record.items() if k in TrainConfig.__dataclass_fields__})
-    except AbsaError as err:
-        raise AbsaError(f"{source}: {err}; {fix}") from None
-    except _NameTaken as err:
-        raise AbsaError(f"{source}: {err}; runs of two datasets of one name cannot be read together: "
-                        "summarise or load them apart, or give one dataset another name") from None
-    digest = config_hash(recorded_identity(record))
-    if record["run_id"] != digest:
-        raise AbsaError(f"{source}: run_id {record['run_id']!r} is not the hash of the recorded configuration "
-                        f"({digest}): the file was edited or damaged; {fix}")
-    return config
 
 
 def resolved(config: TrainConfig) -> TrainConfig:

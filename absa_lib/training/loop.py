@@ -30,22 +30,14 @@ from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
-from absa_lib.fileio import atomic_write_json
 from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
 from absa_lib.training.optim import build_optimizer, lr_factor
 from absa_lib.training.progress import EpochProgress
 from absa_lib.training.recorder import EpochRecorder
-from absa_lib.training.runs import (
-    Launch,
-    Run,
-    claimed_run_folder,
-    env_record,
-    load_run,
-    marked_complete,
-    run_record,
-)
+from absa_lib.training.records import Run, RunFolder, load_run, write_config, write_env
+from absa_lib.training.runs import Launch, claimed_run_folder, collect_env
 from absa_lib.training.splits import epoch_batches, prepare_split
 
 
@@ -64,7 +56,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     launch = launch or Launch()
     config = resolved(config)
     path = run_path(config, runs_dir)
-    if not force and marked_complete(path / "metrics.json"):
+    if not force and RunFolder(path).marked_complete():
         return load_run(path)                                               # the run cache
     if launch.cache_only:
         raise AbsaError(f"{path}: this {config.dataset} {config.model} run (seed {config.seed}) is not in the "
@@ -73,7 +65,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     tokenizer = load_tokenizer(config.backbone)
     check_max_length(config, tokenizer)
     with claimed_run_folder(path, force):        # before the work: a read-only --out fails now, not later
-        if not force and marked_complete(path / "metrics.json"):   # finished by another process meanwhile
+        if not force and RunFolder(path).marked_complete():   # finished by another process meanwhile
             return load_run(path)
         if progress:
             print(f"[absa] {config.dataset} {config.model}, seed {config.seed}: {path}; tokenizing the data and "
@@ -137,13 +129,13 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
                                **config.model_overrides).to(device)
     optimizer = build_optimizer(model, config)
     scaler = grad_scaler(device, config.precision)
-    record = run_record(config, len(train_ex), len(train_enc), len(splits["dev"][0]), len(splits["test"][0]))
-    atomic_write_json(path / "config.json", record)
-    books = EpochRecorder.open(path=path, run_id=record["run_id"], dataset=config.dataset,
+    run_id = write_config(RunFolder(path), config, len(train_ex), len(train_enc), len(splits["dev"][0]),
+                          len(splits["test"][0]))
+    books = EpochRecorder.open(path=path, run_id=run_id, dataset=config.dataset,
                                sel_metric=selection_metric(config.dataset), launch=launch, model=model,
                                optimizer=optimizer, scaler=scaler,
                                examples={s: examples for s, (examples, _) in splits.items()})
-    atomic_write_json(path / "env.json", env_record(path / "env.json", books.epoch))
+    write_env(RunFolder(path), collect_env(), books.epoch)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
     routing = step_routing(config.model, config.sampler)                  # bert-single: its K classifiers routed
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),

@@ -6,8 +6,8 @@ The loop trains and evaluates; :class:`EpochRecorder` keeps the books (docs/pape
               (``checkpoints/last``, verified to be this run's), and the predictions it kept
     record    after an epoch's dev and test evaluation: the epoch's row; the dev-best checkpoint
               and ``predictions_{dev,test}.csv`` when it is the best so far; the kept
-              predictions of the epochs each protocol selects; the resume state; ``metrics.json``
-    finish    ``metrics.json`` marked complete (last: a crash before it leaves the run resumable),
+              predictions of the epochs each protocol selects; the resume state; the metrics record
+    finish    the metrics record marked complete (last: a crash before it leaves the run resumable),
               then the resume state removed unless ``launch.keep_last``
 
 Every state change is a field of the recorder, written by one of its methods; the trainer state in
@@ -29,9 +29,9 @@ from safetensors.torch import load_file
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.kept import Kept, resumed, write_kept
 from absa_lib.evaluation.predictions import write_predictions
-from absa_lib.fileio import atomic_write_json
 from absa_lib.training.checkpoint import load_trainer_state, save_checkpoint, verify_checkpoint
-from absa_lib.training.runs import Launch, Run, load_run, metrics_record, runs_training_beside, select_epochs
+from absa_lib.training.records import Run, RunFolder, RunMetrics, load_run, select_epochs, write_metrics
+from absa_lib.training.runs import Launch, runs_training_beside
 
 RESUME_FIX = "the resume state is corrupt: rerun with --force to train this run from the start"
 
@@ -47,22 +47,26 @@ class EpochRecorder:
     launch: Launch                               # resume state kept? finished runs keep it?
     epoch: int = 0                               # the last finished epoch
     step: int = 0                                # optimizer steps taken
-    epochs: list[dict] = field(default_factory=list)    # a row per finished epoch (metrics.json)
+    epochs: list[dict] = field(default_factory=list)    # a row per finished epoch (RunMetrics.epochs)
     best: dict = field(default_factory=dict)     # the dev-best row so far
     partial: dict | None = None                  # an interrupted epoch: batches done, their losses, seconds
-    kept_entry: dict | None = None               # how metrics.json names the kept file
+    kept_entry: dict | None = None               # how the metrics record names the kept file
     scaler: torch.amp.GradScaler | None = None   # fp16's loss scale, part of the resume state
 
     @property
+    def folder(self) -> RunFolder:
+        return RunFolder(self.path)
+
+    @property
     def last(self) -> Path:
-        return self.path / "checkpoints" / "last"
+        return self.folder.checkpoint("last")
 
     @classmethod
     def open(cls, *, path: Path, run_id: str, dataset: str, sel_metric: str, examples: dict[str, list],
              launch: Launch, model, optimizer, scaler: torch.amp.GradScaler | None = None) -> EpochRecorder:
         """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
         the resume state the last process left."""
-        state = _restored(path / "checkpoints" / "last", model, optimizer)
+        state = _restored(RunFolder(path).checkpoint("last"), model, optimizer)
         kept = Kept.for_splits(run_id, dataset, examples)
         books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
         if state is not None:                          # resume after an interruption
@@ -109,9 +113,9 @@ class EpochRecorder:
         self.epochs.append(row)
         if not self.best or row["dev"][metric] > self.best["dev"][metric]:
             self.best = row
-            save_checkpoint(self.path / "checkpoints" / "best", model, self.path.name, epoch)
+            save_checkpoint(self.folder.checkpoint("best"), model, self.path.name, epoch)
             for split, examples in self.examples.items():
-                write_predictions(self.path / f"predictions_{split}.csv", examples, probs[split])
+                write_predictions(self.folder.predictions_csv(split), examples, probs[split])
         self.kept.add(epoch, probs)           # the arrays the metrics came from: they give them back exactly
         selected = select_epochs(self.epochs, metric)
         dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
@@ -120,14 +124,13 @@ class EpochRecorder:
         self.epoch = epoch
         if self.launch.keep_resume_state:
             save_checkpoint(self.last, model, self.path.name, epoch, optimizer, self.trainer_state())
-        atomic_write_json(self.path / "metrics.json", metrics_record(self.epochs, metric, False, self.kept_entry))
+        write_metrics(self.folder, RunMetrics.of(self.epochs, metric, False, self.kept_entry))
 
     def finish(self) -> Run:
-        """``metrics.json`` marked complete, the resume state gone (unless kept); the finished run."""
-        metrics = metrics_record(self.epochs, self.sel_metric, True, self.kept_entry)
-        if (wall := self.launch.seconds_since_spawned()) is not None:   # start-up, epochs, checkpoints
-            metrics["process_seconds"] = wall
-        atomic_write_json(self.path / "metrics.json", metrics)
+        """The metrics record marked complete, the resume state gone (unless kept); the finished run.
+        ``process_seconds``: start-up, epochs and checkpoints, when a grid launched the process."""
+        write_metrics(self.folder, RunMetrics.of(self.epochs, self.sel_metric, True, self.kept_entry,
+                                                 self.launch.seconds_since_spawned()))
         if not self.launch.keep_last:                # nothing resumes a finished run: the resume state goes
             shutil.rmtree(self.last, ignore_errors=True)
         run = load_run(self.path)

@@ -1,0 +1,61 @@
+"""The run folder's owner: every file of a run folder and of an exported folder, read and written here.
+
+A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
+
+    config.json            the TrainConfig, run_id, data checksums, backbone fingerprint, library
+                           version; load_run checks that the run_id is the hash of the rest
+    metrics.json           per epoch: train loss, time, dev and test metrics; the selections
+                           (dev_best = default protocol, test_best = the official code's, last);
+                           "complete": true only once training has finished
+    env.json               Python, torch, transformers, device (GPU name; CPU model and whether it has
+                           native bf16), OS, git commit and dirty flag, the first epoch this process
+                           trained (from_epoch); after a resume, the earlier processes' under earlier
+    predictions_{dev,test}.csv   the dev-best model's probabilities (absa_lib.evaluation.predictions format)
+    predictions.npz        the dev and test probabilities of the dev-best and test-best epochs, compact,
+                           named with its sha256 in metrics.json (absa_lib.evaluation.kept); kept with
+                           the record (runs trained before it existed have none)
+    curve.png              the training curve, drawn by the callers (absa_lib.reports.plots.save_run_curve)
+    checkpoints/{best,last}/     safetensors weights (+ trainer state in last/) and checksums.json,
+                                 verified before use; not for git
+
+    layout    the names of those files (:class:`RunFolder`), and of an exported folder's record
+    upgrade   records of earlier formats, upgraded at load in one place
+    typed     RunConfig, RunMetrics, RunEnv, ExportRecord: each record read, checked and typed once
+    store     Run and ExportedModel; load_run, find_runs, load_model_folder; the writers
+
+Every file is written atomically (:mod:`absa_lib.fileio`), so a killed process leaves either the old
+file or the new one, and ``complete`` is written last.
+"""
+
+from absa_lib.training.records.layout import (
+    EXPORT_RECORD,
+    KEPT_RECORD_FILES,
+    RECORD_FILES,
+    RunFolder,
+    run_folders,
+)
+from absa_lib.training.records.store import (
+    ExportedModel,
+    Run,
+    find_runs,
+    load_model_folder,
+    load_run,
+    recorded_cost,
+    unfinished_progress,
+    write_config,
+    write_env,
+    write_export_record,
+    write_metrics,
+)
+from absa_lib.training.records.typed import (
+    ExportRecord,
+    RunConfig,
+    RunEnv,
+    RunMetrics,
+    epoch_seconds,
+    select_epochs,
+)
+
+__all__ = ["EXPORT_RECORD", "KEPT_RECORD_FILES", "RECORD_FILES", "ExportRecord", "ExportedModel", "Run", "RunConfig",
+           "RunEnv", "RunFolder", "RunMetrics", "epoch_seconds", "find_runs", "load_model_folder", "load_run", "recorded_cost", "run_folders",
+           "select_epochs", "unfinished_progress", "write_config", "write_env", "write_export_record", "write_metrics"]
