@@ -324,7 +324,8 @@ if allow_training:
 # over seeds, and one verdict by one rule (`absa_lib.evaluation.significance`; `absa compare` gives the
 # same for any two sets of runs): the paired t-test over the seeds both rows share decides, Holm's
 # correction over each budget's comparisons, ASO and the test-sentence interval can veto. Beside each,
-# the smallest gain the rule could have found (MDD). A side whose seeds stay near the trivial floor is a
+# the gain the rule would find 80% of the time (MDD) and whether the paper's gain lies inside our interval
+# (ours is MiniLM: "outside" is no verdict on the paper). A side whose seeds stay near the trivial floor is a
 # training failure, not a comparison; the one-epoch rows are early training, apart from the paper's
 # claims at 25 epochs. Whether a configuration's runs leave the trivial level at all (the stall of
 # CG-BERT without the auxiliary sentence) is a rate over runs, decided apart by Fisher's exact test.

@@ -236,7 +236,8 @@ def min_detectable(sd: float, n: int, alpha: float = ALPHA, power: float = POWER
     uncertainty of the spread*, for ``n`` seeds whose differences were seen to spread by ``sd``
     (:func:`expected_power` = ``power``; the spread estimated from ``spread_df`` + 1 values, default the
     ``n`` seeds). It is ``sd`` times a factor of ``n``, ``alpha`` and ``power`` alone; at 3 seeds about
-    1.9 times :func:`min_detectable_known` (α/15) and 2.6 times (α). ASO and the bootstrap only veto,
+    1.55 times :func:`min_detectable_known` (α and α/15 alike), at 5 seeds about 1.25 times, at 10 about 1.1
+    (docs/evidence/verdict_rule.md). ASO and the bootstrap only veto,
     so the whole rule needs at least this."""
     if n < 2 or not math.isfinite(sd):
         return math.nan

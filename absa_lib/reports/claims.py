@@ -260,7 +260,10 @@ def outcomes_markdown(table: pd.DataFrame) -> str:
              f"trivial predictor by {FAILURE_MARGIN:.0f} points, the training failure's test run by run; every run of a "
              "configuration counts (GPU and CPU, any seed). **p**: the one-sided Fisher exact test that A's runs leave "
              f"it more often than B's; **p (Holm)**: adjusted over the {len(table)} rows of this family, apart from "
-             f"the comparisons above; A leaves more often when it is below {ALPHA:.0%}.", "",
+             f"the comparisons above; A leaves more often when it is below {ALPHA:.0%}. The test takes the runs as "
+             "independent draws; a CPU run repeats a GPU run's seed on another device, where whether a run leaves the "
+             "plateau can turn on rounding (docs/evidence/cg_bert_without_aux.md), so it is not a wholly independent "
+             "one.", "",
              "| claim | dataset | budget | A: left / runs | B: left / runs | p (Fisher) | p (Holm) | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
