@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from absa_lib.cli import main
@@ -63,13 +64,37 @@ def test_a_gain_of_three_seed_sd_at_five_seeds_is_found():
 
 
 @pytest.mark.parametrize(("n", "m"), [(3, 1), (5, 1), (3, 15)])
-def test_the_minimum_detectable_difference_is_what_a_brute_force_simulation_finds(n, m):
-    """The analytic MDD (the t-test's power, ASO and the bootstrap only veto) against the whole rule
-    simulated: found less than 80% of the time at 0.9 MDD, more at 1.1 MDD (within 10%)."""
-    mdd = S.min_detectable(np.sqrt(2), n, S.ALPHA / m)      # two sides of sd 1: differences of sd √2
+def test_the_known_spread_mdd_is_what_a_brute_force_simulation_finds(n, m):
+    """The MDD for a known spread (the t-test's power, ASO and the bootstrap only veto) against the whole
+    rule simulated at that spread: found less than 80% of the time at 0.9 MDD, more at 1.1 MDD."""
+    mdd = S.min_detectable_known(np.sqrt(2), n, S.ALPHA / m)      # two sides of sd 1: differences of sd √2
     below = S.simulate(n, 0.9 * mdd, draws=3000, seed=13, m=m)["A better"]
     above = S.simulate(n, 1.1 * mdd, draws=3000, seed=13, m=m)["A better"]
     assert below < S.POWER < above, (mdd, below, above)
+
+
+@pytest.mark.parametrize(("n", "m"), [(3, 15), (3, 1)])
+def test_the_printed_mdd_holds_its_power_when_the_spread_is_estimated_from_the_seeds(n, m):
+    """The MDD printed beside a row comes from that row's estimated spread. Simulated as the tables use
+    it (each draw estimates the spread from n seeds, sets the true gain to the MDD it gives, and runs
+    the whole rule on n fresh seeds): the printed MDD is found 80% of the time within simulation
+    error (3,000 draws: se 0.7 points); the MDD that takes the spread as known, about 62% (issue 86's
+    audit), so the test can fail."""
+    new = S.simulate_printed_mdd(n, m, draws=3000, seed=21)
+    old = S.simulate_printed_mdd(n, m, draws=3000, seed=21, mdd=S.min_detectable_known)
+    assert new >= S.POWER - 0.02, new
+    assert new <= S.POWER + 0.03, new                 # expected power 80%, not a much larger MDD than needed
+    assert 0.57 < old < 0.67, old
+    assert S.expected_power(S.min_detectable(1.0, n, S.ALPHA / m), 1.0, n, S.ALPHA / m) == pytest.approx(S.POWER)
+    assert S.min_detectable(2.0, n, S.ALPHA / m) == pytest.approx(2 * S.min_detectable(1.0, n, S.ALPHA / m))
+
+
+def test_seeds_needed_is_the_first_number_of_seeds_whose_expected_power_reaches_80_percent():
+    for gain, sd in ((1.0, 1.0), (0.5, 0.3), (2.6, 1.6)):
+        brute = next((n for n in range(2, 101) if S.expected_power(gain, sd, n, S.ALPHA / 15, 2) >= S.POWER), None)
+        assert S.seeds_needed(gain, sd, S.ALPHA / 15, spread_df=2) == brute
+    assert S.seeds_needed(0.05, 0.63, S.ALPHA / 15, spread_df=2) is None          # over 100
+    assert S.seeds_needed(1.0, 1.0) == next(n for n in range(2, 101) if S.min_detectable_known(1.0, n) <= 1.0)
 
 
 def test_holm_and_the_family():
@@ -84,7 +109,6 @@ def test_holm_and_the_family():
     assert crowd[0].p_adjusted == pytest.approx(S.holm([v.seeds.p for v in [alone, *others]])[0])
     assert crowd[0].p_adjusted > 0.05
     assert crowd[0].verdict == "undecided at 5 seeds" and crowd[0].min_detectable > alone.min_detectable
-    assert S.seeds_needed(1.0, 1.0) == next(n for n in range(2, 101) if S.min_detectable(1.0, n) <= 1.0)
     assert S.seeds_needed(float("nan"), 1.0) is None and S.min_detectable(0.0, 3) == 0.0
 
 
@@ -192,7 +216,7 @@ def test_the_claims_table_gives_each_claim_its_difference_and_verdict(claimed):
     assert set(claimed["claim"]) <= {c.text for c in CLAIMS}
     text = claims_markdown(claimed)
     assert ("| QACG-BERT (no auxiliary sentence) over BERT-pair | semeval | 42 43 44 | +0.97 | -1.17 | -1.5 -0.9 -1.1 | "
-            "[-1.92, -0.41] | 0.261 |") in text
+            "[-1.92, -0.41] | outside | 0.261 |") in text
     assert text.index("## minilm, 25 epochs: the paper's budget") < text.index("## minilm, 1 epoch: early training")
     assert text.rstrip().splitlines()[-1].startswith("Verdict rule: A better when")
 
@@ -212,6 +236,80 @@ def test_training_failures_are_named_and_left_out_of_the_family(claimed):
         assert list(tested["p_adjusted"]) == pytest.approx(S.holm(list(tested["p"])))
         for r in tested.itertuples():
             assert r.min_detectable == pytest.approx(S.min_detectable(r.seed_sd, 3, S.ALPHA / len(tested)))
+            assert r.min_detectable > 1.5 * S.min_detectable_known(r.seed_sd, 3, S.ALPHA / len(tested))
             decided = r.p_adjusted < S.ALPHA and (r.eps_a_over_b if r.difference > 0 else r.eps_b_over_a) < TAU
             assert (r.verdict != "undecided at 3 seeds") == decided
     assert list(dict.fromkeys(claimed["budget"])) == ["minilm, 25 epochs", "minilm, 1 epoch"]   # the paper's first
+
+
+def test_each_paper_gain_is_marked_inside_or_outside_our_interval(claimed):
+    """"inside" exactly where the paper's gain lies in our 95% interval over seeds; none where the paper
+    gives no gain or the row is a training failure; at 25 epochs 7 of the 12 paper gains lie outside."""
+    for r in claimed.itertuples():
+        if np.isnan(r.paper_gain) or r.verdict.startswith("training failure"):
+            assert not isinstance(r.paper_in_ci, str)
+        else:
+            assert r.paper_in_ci == ("inside" if r.seed_low <= r.paper_gain <= r.seed_high else "outside")
+    paper = claimed[(claimed["budget"] == "minilm, 25 epochs") & claimed["paper_in_ci"].notna()]
+    assert (len(paper), int((paper["paper_in_ci"] == "outside").sum())) == (12, 7)
+    assert _row(claimed, "BERT-pair over BERT-single", "sentihood", "minilm, 25 epochs")["paper_in_ci"] == "outside"
+
+
+def test_seeds_needed_in_the_claims_table_averages_over_the_rows_own_spread(claimed):
+    tested = claimed[(claimed["budget"] == "minilm, 25 epochs") & ~claimed["verdict"].str.startswith("training failure")]
+    for r in tested.itertuples():
+        expected = S.seeds_needed(r.paper_gain, r.seed_sd, S.ALPHA / len(tested), spread_df=2)
+        assert (None if pd.isna(r.seeds_needed) else int(r.seeds_needed)) == expected
+
+
+class _Run:
+    """What the outcomes table reads of a run: its config, id and the dev-selected epoch's test scores."""
+
+    def __init__(self, run_id, seed, strict, **fields):
+        from absa_lib.reports.claims import PAPER_EPOCHS, _MAIN
+        self.run_id = run_id
+        self.config = {"dataset": "sentihood", "model": "cg-bert", "aux": "none", "epochs": PAPER_EPOCHS,
+                       "backbone": "minilm", "seed": seed, **_MAIN, **fields}
+        self._strict = strict
+
+    def selected(self, protocol):
+        return {"test": {"aspect_strict_acc": self._strict / 100}}
+
+
+def _fisher_greater(left_a, n_a, left_b, n_b):
+    """The one-sided Fisher exact p from the hypergeometric tail, written out (A leaves at least this often)."""
+    from math import comb
+    total, left = n_a + n_b, left_a + left_b
+    return sum(comb(n_a, k) * comb(n_b, left - k) for k in range(left_a, min(n_a, left) + 1)) / comb(total, left)
+
+
+def test_run_outcomes_are_decided_by_fishers_exact_test_with_their_own_family():
+    """The stall as it is in the committed runs (paper settings 1 of 4 left the trivial level; the sigmoid
+    gate 5 of 5; init 0.02 4 of 4): pooled, decided (p 0.014, Holm 0.042); each alone, undecided."""
+    from absa_lib.reports.claims import outcomes_markdown, outcomes_table
+    sigmoid, init = {"model_overrides": {"gate_activation": "sigmoid"}}, {"model_overrides": {"init_std": 0.02}}
+    runs = ([_Run(f"p{i}", 42 + i % 3, s) for i, s in enumerate((65.9, 47.9, 47.9, 47.9))]
+            + [_Run(f"s{i}", 42 + i % 3, 70.0, **sigmoid) for i in range(5)]
+            + [_Run(f"i{i}", 42 + i % 3, 70.0, **init) for i in range(4)]
+            + [_Run("i0", 42, 70.0, **init)]                     # the same run folder found twice counts once
+            + [_Run("x", 42, 47.9, **sigmoid, epochs=1)])        # another budget: not counted
+    table = outcomes_table(runs, {"sentihood": 47.9}, ("sentihood",))
+    assert [(r.left_a, r.n_a, r.left_b, r.n_b) for r in table.itertuples()] == [(5, 5, 1, 4), (4, 4, 1, 4), (9, 9, 1, 4)]
+    for r in table.itertuples():
+        assert r.p == pytest.approx(_fisher_greater(r.left_a, r.n_a, r.left_b, r.n_b))
+    assert list(table["p_adjusted"]) == pytest.approx(S.holm(list(table["p"])))
+    assert list(table["verdict"]) == ["undecided at 5 and 4 runs", "undecided at 4 and 4 runs", "A leaves more often"]
+    assert round(table["p"].iloc[2], 3) == 0.014 and round(table["p_adjusted"].iloc[2], 3) == 0.042
+    assert "| 9 / 9 | 1 / 4 | 0.014 | 0.042 | A leaves more often |" in outcomes_markdown(table)
+    runs[0]._strict = 47.9                                        # the counts follow the runs
+    assert outcomes_table(runs, {"sentihood": 47.9}, ("sentihood",))["left_b"].tolist() == [0, 0, 0]
+
+
+def test_the_committed_outcomes_are_the_runs_counts():
+    """results/claims_outcomes.csv, as render wrote it: its p-values are the exact test's on its counts."""
+    table = pd.read_csv(Path(__file__).resolve().parent.parent / "results" / "claims_outcomes.csv")
+    assert len(table) == 3
+    for r in table.itertuples():
+        assert r.p == pytest.approx(_fisher_greater(r.left_a, r.n_a, r.left_b, r.n_b), abs=1e-4)
+        assert len(r.runs_a.split()) == r.n_a and len(r.runs_b.split()) == r.n_b
+    assert list(table["p_adjusted"]) == pytest.approx(S.holm(list(table["p"])), abs=1e-4)

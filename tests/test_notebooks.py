@@ -41,6 +41,7 @@ EXPECTED = {
                            "results/other_attention_semeval.csv", "results/other_attention_semeval.md",
                            "results/analysis/other_attention.json", "figures/other_attention_maps.png",
                            "figures/other_attention_maps.pdf", "results/claims.csv", "results/claims.md",
+                           "results/claims_outcomes.csv", "results/claims_outcomes.md",
                            "figures/claims.png", "figures/claims.pdf"],
 }
 

@@ -93,7 +93,8 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
     """One row per metric of the dataset's table (or of ``metrics``): ``metric``, ``n_seeds``, ``a`` and ``b`` (means over
     the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference`` with ``seed_sd`` (the
     differences' sd), ``seed_low`` and ``seed_high`` (its 95% t interval over seeds), ``p`` (the paired t-test) and ``p_adjusted`` (Holm over the metrics compared),
-    ``min_detectable`` (the smallest gain the rule finds 80% of the time at these seeds and spread, points),
+    ``min_detectable`` (the true gain the rule finds 80% of the time at these seeds, on average over what they
+    leave unknown about their spread: :func:`~absa_lib.evaluation.significance.min_detectable`; points),
     ``ci_low`` and ``ci_high`` (the paired bootstrap 95% interval of A − B over ``samples`` draws of the test set,
     points; NaN unless every run kept its predictions), ``eps_a_over_b``, ``eps_b_over_a``, ``verdict`` (the rule of
     :data:`~absa_lib.evaluation.significance.RULE`) and ``evidence`` (what it saw: seeds, or seeds and test sentences).
@@ -201,5 +202,6 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
         lines.append(f"95% CI (test): – ({table.attrs.get('no_interval') or 'no kept predictions'})")
     for key, why in table.attrs.get("not_compared", {}).items():
         lines.append(f"{key:<22} {'–':>6} {'–':>6} {'–':>6}  not compared: {why}")
-    lines.append("MDD: the smallest gain the rule would find 80% of the time with these seeds and their spread")
+    lines.append("MDD: the true gain the rule would find 80% of the time with these seeds, on average over what they "
+                 "leave unknown about their spread")
     return "\n".join([*lines, f"rule: {RULE}"])

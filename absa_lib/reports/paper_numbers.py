@@ -54,7 +54,18 @@ _PAIR_NOTE = ("BERT-pair, paper: the best of Sun et al.'s four pair variants per
               "macro-F1 QA-B, aspect AUC NLI-M, sentiment acc QA-M, sentiment AUC QA-B); ours: NLI-M")
 PAIR_NLI_M = {"sentihood": {"aspect_strict_acc": 78.3}, "semeval": {"aspect_f1": 91.67}}
 """Sun et al. (2019)'s BERT-pair-NLI-M on each table's selection metric (their Tables 3 and 4): the
-variant our BERT-pair reproduces, against which the claims measure the paper's gains like for like."""
+variant our BERT-pair reproduces, against which the claims measure the paper's gains like for like.
+Where each number comes from: :data:`REFERENCE_SOURCES`."""
+REFERENCE_SOURCES = {
+    "paper": "the paper's Tables 1-2 (Wu and Ong 2021; docs/paper_notes.md §5.3)",
+    "sentihood": "unverified: Sun et al.'s NLI-M SentiHood strict accuracy as this companion recorded it; no public "
+                 "source for it was found here",
+    "semeval": "Sun et al.'s NLI-M SemEval aspect F1 as a public reproduction's results page states it (found by the "
+               "audit of issue 86; the page's address is not recorded here)",
+    "variants": "unverified: which of Sun et al.'s four variants gives each column of the paper's BERT-pair row "
+                "(the tables' note) has no public source here",
+}
+"""Where each reference number of the claims comes from, or that it is unverified (results/claims.md)."""
 PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
     "sentihood": (
         _row("LR (Saeidi et al. 2016)", "sentihood",

@@ -435,8 +435,8 @@ def claims_figure(table: pd.DataFrame) -> Figure:
         ax.set_ylim(-0.7, len(part) - 0.3)
         metric = " / ".join(dict.fromkeys(METRIC_TITLES.get(m, m) for m in part["metric"]))
         ax.set_xlabel(f"A − B, points of the selection metric ({metric}; test, dev-selected epoch); linear axis\n"
-                      "MDD (right): the smallest gain the verdict rule would find 80% of the time with these seeds "
-                      "and their spread", fontsize=7.5)
+                      "MDD (right): the true gain the verdict rule would find 80% of the time with these seeds, "
+                      "on average over their spread's uncertainty", fontsize=7.5)
         kind = "the paper's budget: its claims" if part["paper_budget"].iloc[0] else "early training, not the paper's claims"
         ax.set_title(f"{budget}: {kind} (Holm over the {int((~failed).sum())} comparisons)", fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=7)
