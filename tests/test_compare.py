@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import typed_run
 
 from absa_lib.cli import main
 from absa_lib.errors import AbsaError
@@ -266,10 +267,10 @@ class _Run:
     """What the outcomes table reads of a run: its config, id and the dev-selected epoch's test scores."""
 
     def __init__(self, run_id, seed, strict, **fields):
-        from absa_lib.reports.claims import PAPER_EPOCHS, _MAIN
+        from absa_lib.reports.claims import _MAIN, PAPER_EPOCHS
         self.run_id = run_id
-        self.config = {"dataset": "sentihood", "model": "cg-bert", "aux": "none", "epochs": PAPER_EPOCHS,
-                       "backbone": "minilm", "seed": seed, **_MAIN, **fields}
+        self.config = typed_run({"dataset": "sentihood", "model": "cg-bert", "aux": "none", "epochs": PAPER_EPOCHS,
+                                 "backbone": "minilm", "seed": seed, **_MAIN, **fields}).config
         self._strict = strict
 
     def selected(self, protocol):

@@ -38,7 +38,13 @@ from scipy import stats
 from absa_lib.evaluation.metrics import selection_metric
 from absa_lib.evaluation.significance import ALPHA, POWER, RULE, TAU, family, holm, seeds_needed
 from absa_lib.reports.compare import compare, verdict_columns
-from absa_lib.reports.paper_numbers import DATASET_NAMES, METRIC_TITLES, PAIR_NLI_M, PAPER_TABLES, REFERENCE_SOURCES
+from absa_lib.reports.paper_numbers import (
+    DATASET_NAMES,
+    METRIC_TITLES,
+    PAIR_NLI_M,
+    PAPER_TABLES,
+    REFERENCE_SOURCES,
+)
 from absa_lib.reports.tables import GROUP_FIELDS, budget_key, budget_label, budget_labels
 from absa_lib.training.config import TrainConfig
 from absa_lib.training.records import RunConfig
