@@ -26,9 +26,8 @@ from absa_lib.data.own_data import register_scheme, scheme_from_dict
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import read_json
-from absa_lib.models import MODELS, PRESETS, checked_overrides, names_with, traits
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
-from absa_lib.models.joint import OBJECTIVES
+from absa_lib.models.registry import MODELS, OBJECTIVES, PRESETS, checked_overrides, names_with, traits
 from absa_lib.paths import default_runs_dir
 
 # Fields added after the first runs were recorded. At these values they reproduce the earlier
