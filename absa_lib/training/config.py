@@ -195,6 +195,22 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+def check_field_values(values: dict, source: str) -> None:
+    """Each of ``values`` that names a TrainConfig field, checked as a TrainConfig checks it (its choices,
+    its check): a notebook's ``epochs = -1`` is refused in its setup cell, not by the first run it makes.
+    The others (``seeds``, ``datasets``, ...) are left to their own checks."""
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name, value in values.items():
+        f = fields.get(name)
+        if f is None:
+            continue
+        allowed, check = f.metadata["choices"], f.metadata["check"]
+        if allowed is not None and value not in allowed:
+            raise AbsaError(f"{source}: {name} is {value!r}, expected one of {', '.join(allowed)}")
+        if check is not None and not check(value):
+            raise AbsaError(f"{source}: {name} is {value!r}, expected {f.metadata['expected']}")
+
+
 def budget_fields(cls: type = TrainConfig) -> tuple[str, ...]:
     """The fields that tell budgets apart: every field but what a grid row sets (its ``role``)."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["role"] != "grid")
