@@ -400,3 +400,24 @@ def test_the_command_line_imports_nothing_heavy_to_show_a_help(argv):
     res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, check=True)
     assert ("absa_lib " if argv == ["--version"] else "usage: absa") in res.stdout, res.stderr[-300:]
     assert [line for line in res.stdout.splitlines() if line in HEAVY] == [], res.stdout[-300:]
+
+
+def test_citation_cff_is_cff_1_2_0_and_cites_the_paper_and_this_version():
+    """CITATION.cff (GitHub's "Cite this repository"): valid YAML with CFF 1.2.0's required keys, the
+    software at absa_lib's version, the paper as the preferred citation; no address invented."""
+    import yaml
+
+    from absa_lib import __version__
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and {"message", "title", "authors"} <= set(cff)
+    assert cff["type"] == "software" and cff["version"] == __version__ and cff["license"] == "MIT"
+    assert all("name" in a or "family-names" in a for a in cff["authors"])
+    paper = cff["preferred-citation"]
+    assert paper["type"] == "conference-paper" and {"title", "authors", "year"} <= set(paper)
+    assert paper["title"] == "Context-Guided BERT for Targeted Aspect-Based Sentiment Analysis"
+    assert [(a["given-names"], a["family-names"]) for a in paper["authors"]] == [("Zhengxuan", "Wu"),
+                                                                              ("Desmond C.", "Ong")]
+    assert (paper["year"], paper["volume"], paper["issue"], paper["start"], paper["end"]) == (2021, 35, 16, 14094, 14102)
+    assert not {"url", "repository-code", "doi"} & (set(cff) | set(paper))
+
