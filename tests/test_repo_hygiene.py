@@ -421,3 +421,12 @@ def test_citation_cff_is_cff_1_2_0_and_cites_the_paper_and_this_version():
     assert (paper["year"], paper["volume"], paper["issue"], paper["start"], paper["end"]) == (2021, 35, 16, 14094, 14102)
     assert not {"url", "repository-code", "doi"} & (set(cff) | set(paper))
 
+
+def test_the_changelog_names_the_current_version():
+    """CHANGELOG.md (built from `git log`, grouped by the issues the commits name) heads its entries with
+    absa_lib's version: a version bump without its changelog section fails here."""
+    from absa_lib import __version__
+
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n") and re.search(rf"^## {re.escape(__version__)}\b", text, re.M)
+
