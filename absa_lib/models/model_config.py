@@ -1,4 +1,5 @@
-"""The model configuration: :class:`AbsaConfig`, the presets and the fields each model reads.
+"""The model configuration: :class:`AbsaConfig`, with the presets and the model fields (declared in
+:mod:`absa_lib.models.registry`, which needs no torch, and re-exported here).
 
 An :class:`AbsaConfig` is the backbone's ``BertConfig`` plus the fields of this package: which model
 (``absa_model``), its preset and backbone, the label and context counts, the objective, and the

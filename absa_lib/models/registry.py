@@ -18,6 +18,7 @@ from absa_lib.checks import is_number
 from absa_lib.errors import AbsaError
 from absa_lib.models.backbones import backbone_config
 
+# The presets and every model field, declared here with no torch (model_config re-exports them)
 PRESETS = ("paper", "official")
 FIELDS = {  # field: (paper, official, allowed values or type)
     "gate_activation": ("tanh", "sigmoid", ("tanh", "sigmoid")),
@@ -57,10 +58,9 @@ OBJECTIVES = ("single", "joint", "joint-dwa")      # the training objectives (ab
 
 @dataclass(frozen=True)
 class Model:
-    """One model: its class, the model fields it reads (:data:`~absa_lib.models.model_config.FIELDS`,
-    :data:`~absa_lib.models.model_config.OTHER_FIELDS`), for the other attention systems the learning
-    rate of their new layers (``head_lr``), and what it can do; the rest of the package asks these
-    traits, never a model's name."""
+    """One model: its class, the model fields it reads (:data:`FIELDS`, :data:`OTHER_FIELDS`), for the
+    other attention systems the learning rate of their new layers (``head_lr``), and what it can do; the
+    rest of the package asks these traits, never a model's name."""
 
     cls: type | str                # the class, or where it is ("module:Class"), imported when first asked for
     fields: tuple[str, ...]
