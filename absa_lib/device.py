@@ -37,24 +37,30 @@ from __future__ import annotations
 
 import contextlib
 import functools
-
-import torch
+from typing import TYPE_CHECKING
 
 from absa_lib.errors import AbsaError
 
+if TYPE_CHECKING:       # torch is imported where it is used: the names below cost nothing (absa train --help)
+    import torch
+
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}     # the precisions computed under autocast
+_AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}     # the precisions computed under autocast (torch dtypes)
 COMPILE_MODES = ("none", "default", "reduce-overhead")
 COMPILE_PAD_MULTIPLE = 16
 
 
 def default_device() -> torch.device:
+    import torch
+
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @functools.cache
 def cpu_has_native_bf16() -> bool:
     """True when this CPU executes bf16 dot products natively (oneDNN reports AVX512-BF16 or AMX)."""
+    import torch
+
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
@@ -63,6 +69,8 @@ def cpu_has_native_bf16() -> bool:
 
 def native_bf16(device: torch.device) -> bool:
     """True when ``device`` computes bf16 in hardware (not emulated through float32)."""
+    import torch
+
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported(including_emulation=False)
     return cpu_has_native_bf16()
@@ -81,13 +89,18 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context for a resolved ``precision`` (a no-op for ``fp32``)."""
-    return torch.autocast(device.type, dtype=_AUTOCAST.get(precision, torch.bfloat16), enabled=precision in _AUTOCAST)
+    import torch
+
+    return torch.autocast(device.type, dtype=getattr(torch, _AUTOCAST.get(precision, "bfloat16")),
+                          enabled=precision in _AUTOCAST)
 
 
 def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
     """Loss scaling for ``fp16`` training: ``scale(loss).backward()``, ``unscale_`` before clipping,
     ``step`` (skipped when a gradient overflowed, the scale then halved), ``update``. For ``fp32`` and
     ``bf16`` (float32's range) it is disabled: every call passes through, the step is the optimizer's."""
+    import torch
+
     return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
 
@@ -108,5 +121,7 @@ def compiled(model: torch.nn.Module, mode: str, routing: str | None = None):
         raise AbsaError(f"compile={mode!r} is not one of {', '.join(COMPILE_MODES)}")
     if mode == "none":
         return model
+    import torch
+
     mode = None if mode == "default" else mode
     return model.compiled_step(mode, routing) if routing else torch.compile(model, mode=mode)

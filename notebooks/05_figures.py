@@ -186,6 +186,9 @@ fig4, path = compute_or_load("fig4_histograms.json", notebook.dirs, lambda: figu
     model, tokenizer, test, n=n_hist_examples, seed=0, aux=AUX, max_length=MAXLEN), model is not None, META)
 notebook.outputs.append(path)
 show_table(figure_data.histogram_summary(fig4["histograms"]))
+if fig4["histograms"].get("a_quasi"):      # the README quotes this line of the 25-epoch run
+    print(f"A_quasi within 0.02 of ½ (in [0.48, 0.52), near σ(0)): "
+          f"{figure_data.share_near(fig4['histograms']['a_quasi']):.0%} of its {fig4['histograms']['a_quasi']['n']:,} entries")
 per_layer = figure_data.per_layer_summary(fig4)    # does A_quasi depend on the key token, layer by layer?
 if per_layer is None:
     print("The per-layer table is computed with a trained model; the committed arrays of Figure 4 "

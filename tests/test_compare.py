@@ -170,11 +170,15 @@ def test_the_cli_filters_each_side_and_prints_the_rule(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "aspect_f1" in out and "B better" in out and out.rstrip().splitlines()[-1].startswith("rule: A better when")
+    assert "p (Holm) and MDD: the family is the 1 metric compared here" in out and "results/claims.md's family" in out
     assert main([*argv, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["metric"] for r in rows] == ["aspect_f1"] and rows[0]["verdict"] == "B better"
     assert main(["compare", str(RUNS / "semeval"), str(RUNS / "semeval")]) == 2
-    assert "configurations" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    n = int(err.split("runs of ")[1].split()[0])              # every configuration named, not the first 4 (issue 87)
+    configurations = err.split(" configurations (")[1].rsplit("); give one configuration", 1)[0].split("; ")
+    assert n > 4 and len(configurations) == n and len(err.splitlines()) == 1
     assert main([*argv, "--samples", "10000000000000"]) == 2             # 72.8 TiB of draws: refused at once
     assert capsys.readouterr().err.startswith("absa: error: --samples 10000000000000: expected 100 to 100,000")
 

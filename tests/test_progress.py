@@ -65,7 +65,7 @@ def test_papermill_and_nbconvert_get_lines_as_their_cells_cannot_ask_for_input(p
 def test_a_front_end_without_ipywidgets_gets_lines_and_is_told_once_why(place):
     err = place(kernel=_Kernel(allow_stdin=True), widgets=False)
     assert progress_mode() == "lines" and progress_mode() == "lines"
-    assert err.getvalue().count("this kernel has no ipywidgets (pip install ipywidgets") == 1
+    assert err.getvalue().count("this kernel has no usable ipywidgets (pip install ipywidgets") == 1
 
 
 def test_a_kernel_without_get_parent_is_asked_what_input_allows(place):
@@ -170,6 +170,42 @@ with warnings.catch_warnings(record=True) as caught:
     import tqdm.auto                     # as transformers and huggingface_hub import it
 print(sum("IProgress not found" in str(w.message) for w in caught))
 """
+
+
+# ipywidgets installed but unusable (a partial install, a version tqdm cannot draw with): found, not importable
+_BROKEN_IPYWIDGETS = """
+import importlib.machinery, sys, types, warnings
+broken = types.ModuleType("ipywidgets")
+broken.__spec__ = importlib.machinery.ModuleSpec("ipywidgets", None)
+sys.modules["ipywidgets"] = broken                       # `from ipywidgets import FloatProgress` fails
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    from absa_lib.training import progress
+    print(progress._has_ipywidgets(), len(caught))
+"""
+
+
+def test_an_unusable_ipywidgets_counts_as_none_and_warns_nothing():
+    """Found by importlib but without the widget tqdm draws with: lines, not tqdm's IProgress warning or
+    error (issue 87)."""
+    done = subprocess.run([sys.executable, "-c", _BROKEN_IPYWIDGETS], capture_output=True, text=True, check=True,
+                          timeout=120)
+    assert done.stdout.split() == ["False", "0"], done.stdout + done.stderr
+
+
+def test_a_notebook_bar_that_cannot_be_made_falls_back_to_lines(place, monkeypatch):
+    import tqdm.notebook
+
+    def no_widget(*args, **kwargs):
+        raise ImportError("IProgress not found. Please update jupyter and ipywidgets.")
+
+    err = place(kernel=_Kernel(allow_stdin=True))
+    monkeypatch.setattr(tqdm.notebook, "tqdm", no_widget)
+    bars = [EpochProgress(True, _session(), epoch=1, total=2) for _ in range(2)]
+    assert [b.mode for b in bars] == ["lines", "lines"] and all(b.bar is None for b in bars)
+    bars[0].update(torch.tensor(1.0))
+    bars[0].update(torch.tensor(1.0))
+    assert err.getvalue().count("no usable ipywidgets") == 1 and "epoch 1/2 batch 2/2" in err.getvalue()
 
 
 @pytest.mark.parametrize("first, warned", [("import absa_lib", "0"), ("", "1")], ids=["absa_lib first", "without"])

@@ -362,3 +362,28 @@ def test_a_best_of_four_bert_pair_value_in_the_prose_says_so():
              and not re.search(r"best\s+of", aside)]
     assert any("6.1" in aside for aside in asides)                # finding 3's aside is read
     assert not wrong, "best-of-four BERT-pair numbers not said to be: " + " | ".join(wrong)
+
+
+def test_the_readme_s_share_of_a_quasi_near_one_half_is_what_notebook_05_prints_from_its_records():
+    """The README's "76% of A_quasi lies within 0.02 of ½" is computed by notebook 05 from the Figure 4
+    arrays it uses (results/reference/analysis/fig4_histograms.json) and printed there (issue 87)."""
+    import json
+
+    from absa_lib.reports.figure_data import share_near
+
+    fig4 = json.loads((ROOT / "results" / "reference" / "analysis" / "fig4_histograms.json").read_text())["data"]
+    share = f"{share_near(fig4['histograms']['a_quasi']):.0%}"
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"{share} of A_quasi lies within 0.02 of ½" in readme
+    executed = json.loads((ROOT / "notebooks" / "executed" / "05_figures.ipynb").read_text(encoding="utf-8"))
+    printed = ["".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", [])
+               if "A_quasi within 0.02 of ½" in "".join(o.get("text", ""))]
+    assert len(printed) == 1 and f"near σ(0)): {share} of its" in printed[0], printed
+
+
+def test_share_near_counts_the_bins_wholly_inside():
+    from absa_lib.reports.figure_data import share_near
+
+    h = {"edges": [0.44, 0.46, 0.48, 0.5, 0.52, 0.54], "counts": [1, 2, 3, 4, 5], "n": 20}
+    assert share_near(h) == (3 + 4) / 20 and share_near({**h, "n": 0}) == 0.0
+

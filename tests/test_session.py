@@ -321,6 +321,18 @@ def test_a_list_given_as_text_by_papermill_is_refused_with_the_way_to_give_it(tm
             session.setup("03_qacg_bert", namespace)
 
 
+@pytest.mark.parametrize("name, value, expected", [
+    ("epochs", -1, "a positive integer"), ("max_train_examples", 0, "a positive integer, or unset for all"),
+    ("lr", float("inf"), "a finite positive number"), ("train_options", {"precision": "fp8"}, "one of auto, fp32")])
+def test_a_value_a_run_would_refuse_is_refused_in_the_setup_cell(tmp_path, monkeypatch, name, value, expected):
+    """`-p epochs -1` failed in the cell that made the first run (cell 7), not in the setup cell (issue 87)."""
+    monkeypatch.setattr(session, "ensure_data", lambda data_dir: None)
+    namespace = {"__annotations__": {"profile": str, name: type(value)}, "profile": "smoke", name: value}
+    where = "parameter train_options: precision is 'fp8'" if name == "train_options" else f"parameter: {name} is {value!r}"
+    with pytest.raises(AbsaError, match=f"^03_qacg_bert: {re.escape(where)}, expected {re.escape(expected)}"):
+        session.setup("03_qacg_bert", namespace)
+
+
 def test_a_name_the_notebook_does_not_declare_is_refused_naming_those_it_does(tmp_path, monkeypatch):
     """papermill -p seed 7 (for seeds) only warns and runs on the defaults; the first cell refuses it."""
     monkeypatch.setattr(session, "ensure_data", lambda data_dir: None)

@@ -457,6 +457,15 @@ def test_predict_masks_named_locations_as_the_dataset_does(first_run, tmp_path, 
     assert "--locations takes several values, so give the sentence before them" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("texts", [["Soho is cheap", "Camden is safe"], ["Soho", "is", "cheap"]])
+def test_predict_given_several_texts_says_one_goes_as_an_argument_and_many_with_file(tmp_path, capsys, texts):
+    """Two sentences, or one unquoted, were argparse's bare "unrecognized arguments" (issue 87)."""
+    assert main(["predict", "--run", str(tmp_path / "no-run"), *texts]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "unrecognized" not in err, err
+    assert f"takes one sentence, quoted, as its argument, got {len(texts)}" in err and "--file PATH" in err
+
+
 def test_predict_texts_refuses_a_string_or_mismatched_names(first_run):
     from absa_lib.apply import predict_texts
 

@@ -33,7 +33,7 @@ HELP = "train every run of a profile (tables, ablations): a queue or a GPU pool"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.harness.runner import BUSY, PARTS
+    from absa_lib.harness.profiles import BUSY, PARTS
 
     p = sub.add_parser("grid", help=HELP,
                        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "or of every line of a file (CSV), with the dev-best model of a run. SentiHood text "
                        "must mask locations as LOCATION1/LOCATION2 (or name them with --locations).")
     p.add_argument("--run", required=True, help="a run folder printed by `absa train`, or a folder `absa export` wrote")
-    p.add_argument("text", nargs="?", help="the review sentence (or --file)")
+    p.add_argument("text", nargs="*", metavar="TEXT",     # several: refused in run() with a hint, not argparse's
+                   help="one review sentence, quoted (several: one per line of a file, with --file)")
     p.add_argument("--file", metavar="PATH",
                    help="a UTF-8 text file, one review sentence per line ('-': standard input); blank "
                         "lines are skipped; writes CSV rows "
@@ -54,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     from absa_lib.fileio import atomic_write_bytes, output_file
     from absa_lib.training.records import load_model_folder
 
+    texts = [args.text] if isinstance(args.text, str) else list(args.text or ())
+    if len(texts) > 1:
+        raise AbsaError(f"absa predict takes one sentence, quoted, as its argument, got {len(texts)} "
+                        f"({', '.join(repr(t) for t in texts[:3])}{', ...' if len(texts) > 3 else ''}); for several, "
+                        "write one per line to a file and give --file PATH")
+    args.text = texts[0] if texts else None
     if (args.text is None) == (args.file is None):
         several = [f for f, v in (("--locations", args.locations), ("--targets", args.targets)) if v]
         hint = (f"; {' and '.join(several)} {'take' if len(several) > 1 else 'takes'} several values, so give "

@@ -12,7 +12,7 @@ HELP = "mean ± sd over seeds of the runs under a folder, a row per configuratio
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from absa_lib.reports.tables import PROTOCOL_LABELS
+    from absa_lib.reports import PROTOCOL_LABELS
 
     p = sub.add_parser("summary", help=HELP,
                        description="Summarise the finished runs under a folder (what `absa train --out` or "

@@ -30,6 +30,8 @@ from absa_lib.fileio import atomic_write_bytes
 from absa_lib.paths import repo_root
 
 PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
+PARTS = ("tables", "ablations", "other")    # a profile's grids (absa grid --part): notebooks 02-03, 04, 06
+BUSY = ("wait", "skip")  # what absa grid does with a run that another process is training (--busy)
 
 
 def params_dir() -> Path | None:

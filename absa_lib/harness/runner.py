@@ -34,12 +34,12 @@ from absa_lib.errors import AbsaError, RunBusy, RunStopped
 from absa_lib.fileio import atomic_write_json, lock_holder
 from absa_lib.harness.ablations import ABLATIONS
 from absa_lib.harness.grid import export_records, make_configs, other_attention_specs, table_specs, train_base
+from absa_lib.harness.profiles import BUSY, PARTS  # noqa: F401  (absa_lib.harness.runner.PARTS, BUSY, as before)
 from absa_lib.models import MODELS, names_with
 from absa_lib.training import records, runs
 from absa_lib.training.config import TrainConfig, run_path
 from absa_lib.training.records import RunFolder, load_run, run_folders
 
-PARTS = ("tables", "ablations", "other")    # notebooks 02-03, 04, 06
 TABLE_MODELS = names_with(table_row=True)
 
 
@@ -141,9 +141,6 @@ def _slots(workers: int | None) -> list[str | None]:
     if not torch.cuda.is_available():
         return [None] * (workers or min(CPU_WORKERS, os.cpu_count() or 1))
     return [str(g) for g in range(torch.cuda.device_count()) for _ in range(workers or 4)]
-
-
-BUSY = ("wait", "skip")  # what the grid does with a run that another process is training
 
 
 def run_cells(cells: list[Cell], runs_dir: Path, data_dir: str | None = None, workers: int | None = None,

@@ -33,16 +33,17 @@ import hashlib
 import json
 import os
 from pathlib import Path
-
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
-from transformers import BertConfig, BertTokenizer
+from typing import TYPE_CHECKING
 
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import file_sha256_cached
 
 BACKBONES = ("bert-base-uncased", "minilm", "bert-base-random", "tiny")
+
+if TYPE_CHECKING:       # imported where used: the names and checks here need no torch (absa train --help)
+    import torch
+    from transformers import BertConfig, BertTokenizer
+
 HUB_ID = "bert-base-uncased"
 TINY_VOCAB = Path(__file__).resolve().parent.parent / "resources" / "tiny_vocab.txt"
 _HUB_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]
@@ -123,6 +124,8 @@ def folder_fingerprint(path: Path, names: list[str] | None = None) -> str:
 
 def backbone_config(backbone: str) -> BertConfig:
     """The BERT architecture of ``backbone`` (no absa fields yet)."""
+    from transformers import BertConfig
+
     if backbone == "bert-base-random":
         return BertConfig()
     if backbone == "tiny":
@@ -154,6 +157,8 @@ def backbone_config(backbone: str) -> BertConfig:
 
 def load_tokenizer(backbone: str) -> BertTokenizer:
     """The uncased WordPiece tokenizer that goes with ``backbone`` (a name or a directory)."""
+    from transformers import BertTokenizer
+
     if backbone == "tiny":
         return BertTokenizer(vocab=str(TINY_VOCAB), do_lower_case=True)
     path = _minilm_dir() if backbone == "bert-base-random" else backbone_dir(backbone)
@@ -188,6 +193,9 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
 
 def read_safetensors(path: Path, fix: str) -> dict[str, torch.Tensor]:
     """The tensors of a safetensors file, or one AbsaError naming it (corrupt header, truncated data)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     try:
         return load_file(path)
     except (OSError, SafetensorError) as err:

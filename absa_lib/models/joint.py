@@ -45,8 +45,8 @@ import torch
 import torch.nn.functional as F
 
 from absa_lib.errors import AbsaError
+from absa_lib.models.registry import OBJECTIVES  # noqa: F401  (absa_lib.models.joint.OBJECTIVES, as before)
 
-OBJECTIVES = ("single", "joint", "joint-dwa")
 TASKS = ("aspect", "sentiment")
 DWA_ALPHA = 0.1
 

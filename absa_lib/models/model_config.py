@@ -1,4 +1,5 @@
-"""The model configuration: :class:`AbsaConfig`, the presets and the fields each model reads.
+"""The model configuration: :class:`AbsaConfig`, with the presets and the model fields (declared in
+:mod:`absa_lib.models.registry`, which needs no torch, and re-exported here).
 
 An :class:`AbsaConfig` is the backbone's ``BertConfig`` plus the fields of this package: which model
 (``absa_model``), its preset and backbone, the label and context counts, the objective, and the
@@ -17,6 +18,7 @@ from transformers import AutoConfig, BertConfig
 
 from absa_lib.checks import is_int
 from absa_lib.errors import AbsaError, one_line
+from absa_lib.models.registry import FIELDS, OTHER_FIELDS, PRESETS  # noqa: F401  (kept here too, where they were)
 
 
 class AbsaConfig(BertConfig):
@@ -27,40 +29,6 @@ class AbsaConfig(BertConfig):
 
 AutoConfig.register(AbsaConfig.model_type, AbsaConfig)
 
-PRESETS = ("paper", "official")
-FIELDS = {  # field: (paper, official, allowed values or type)
-    "gate_activation": ("tanh", "sigmoid", ("tanh", "sigmoid")),
-    "quasi_proj": ("shared", "per_head", ("shared", "per_head")),
-    "context_dropout": (False, True, bool),
-    "lambda_bias": (False, None, bool),        # None: True for qacg-bert, False for cg-bert
-    "lambda_per_head": (False, False, bool),   # the paper prints V_Q^h per head; both presets: per layer
-    "init_std": (1e-3, 0.02, float),
-    "lambda_init_std": (1e-3, 0.01, float),
-    "quasi": (True, True, bool),
-    "context_residual": (True, True, bool),
-    "pooling": ("cls", "cls", ("cls", "cls_state", "mean")),
-}
-OTHER_FIELDS = {  # the other attention systems' fields (one default for both presets; see their modules)
-    "head_lr": (None, None, float),            # None: the model's own (ATAE 1e-3, MAN and OA 1e-4)
-    "joint_tau": (0.5, 0.5, float),            # presence threshold of the joint objective
-    "alstm_hidden": (300, 300, int),
-    "alstm_aspect_dim": (300, 300, int),
-    "alstm_score": ("paper", "paper", ("paper", "joint")),
-    "alstm_vectors": ("", "", str),            # a GloVe text file; "": the backbone's input embeddings
-    "man_lambda": (0.5, 0.5, float),
-    "man_ortho": ("eq9", "eq9", ("eq9", "eq9_split", "none", "code_literal")),
-    "man_query": ("mean", "mean", ("mean", "input_emb")),
-    "man_target": ("embedding", "embedding", ("embedding", "none")),
-    "man_rank": (0, 0, int),                   # 0: full-rank W_α, W_β; r > 0: W = P Qᵀ of rank r
-    "oa_variant": ("emb", "emb", ("emb", "em", "c", "ca")),
-    "oa_filters": (8, 8, int),                 # OA-C/CA: f filters per query word, width κ, stride σ
-    "oa_kernel": (8, 8, int),
-    "oa_stride": (8, 8, int),
-    "oa_layers": (2, 2, int),
-    "oa_block": ("standard", "standard", ("standard", "paper_literal")),
-    "oa_mask_context": (True, True, bool),     # False: PyTorchNLP's unmasked dot attention in OA-EMB
-    "oa_pool": ("cls", "cls", ("cls", "masked_mean")),
-}
 DAMAGED = "the checkpoint is damaged: retrain with `absa train ... --force`"
 PER_CONTEXT_MARKER = "per_context.json"    # how checkpoints written before AbsaConfig said "K bert-single models"
 

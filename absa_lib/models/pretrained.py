@@ -22,7 +22,6 @@ the random draws); :meth:`AbsaPreTrainedModel.init_weights` therefore draws noth
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from transformers.utils import logging as hf_logging
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.models.backbones import bad_keys, check_keys
 from absa_lib.models.model_config import DAMAGED, AbsaConfig, as_absa_config, read_saved_config
+from absa_lib.models.registry import MODELS, PER_CONTEXT, model_class, resolve
 
 
 @dataclass
@@ -70,26 +70,16 @@ class AbsaPreTrainedModel(PreTrainedModel):
                             "AbsaModel.from_pretrained(...)")
         super().__init__(config, *args, **kwargs)
 
-    # the registry's models (name -> record with its ``cls``), and the class of a set of bert-single
-    # classifiers: absa_lib.models.registry registers them (it imports every model; this base, below
-    # them, imports none). The mapping itself is kept, not a copy: a model added to it later loads too.
-    _models: Mapping = {}
-    _per_context = None
-
-    @staticmethod
-    def register(models: Mapping, per_context: type[AbsaPreTrainedModel]) -> None:
-        AbsaPreTrainedModel._models = models
-        AbsaPreTrainedModel._per_context = per_context
-
     @staticmethod
     def class_for(config: AbsaConfig, source: str = "the model's config") -> type[AbsaPreTrainedModel]:
-        """The class that implements a saved ``config``: a set of bert-single classifiers or one model."""
+        """The class that implements a saved ``config``: a set of bert-single classifiers or one model,
+        looked up in :data:`absa_lib.models.registry.MODELS` as it is now (a model added later loads too)."""
         if getattr(config, "per_context_models", None) is not None:
-            return AbsaPreTrainedModel._per_context
-        if config.absa_model not in AbsaPreTrainedModel._models:
+            return resolve(PER_CONTEXT)
+        if config.absa_model not in MODELS:
             raise AbsaError(f"{source}: absa_model {config.absa_model!r} is not one of "
-                            f"{', '.join(AbsaPreTrainedModel._models)}; not a model saved by absa_lib")
-        return AbsaPreTrainedModel._models[config.absa_model].cls
+                            f"{', '.join(MODELS)}; not a model saved by absa_lib")
+        return model_class(config.absa_model)
 
     def init_weights(self) -> None:
         """Nothing to do: the subclasses initialise their layers in ``__init__`` (see the module

@@ -12,3 +12,9 @@
     claims          the paper's claims measured (training failures and budgets apart)
     model_card      ``absa export``: a run's model as a folder that predicts alone, with its card
 """
+
+PROTOCOL_LABELS = {  # the selection protocols a report can show; here, with no pandas, for `absa summary --help`
+    "dev_best": "dev-best (default: epoch chosen on the dev split)",
+    "test_best": "test-best (official code's protocol: epoch chosen on the test set, optimistic)",
+    "last": "last epoch",
+}

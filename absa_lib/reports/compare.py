@@ -48,7 +48,7 @@ def _one_configuration(runs: list[Run], side: str) -> dict:
         raise AbsaError(f"{side}: runs trained on {len(versions)} versions of the data files ({', '.join(versions)}; "
                         "data_sha256 in their run records); give the seeds of one version a side")
     if len(groups) > 1:
-        names = "; ".join(f"{name}, {budget}" for name, budget, _ in groups[:4])
+        names = "; ".join(f"{name}, {budget}" for name, budget, _ in groups)          # every one: the choice is the user's
         raise AbsaError(f"{side}: runs of {len(groups)} configurations ({names}); give one configuration a side "
                         "(a folder of its seeds, or filters such as model=qacg-bert)")
     seeds = [r.config.seed for r in runs]
@@ -202,6 +202,8 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
         lines.append(f"95% CI (test): – ({table.attrs.get('no_interval') or 'no kept predictions'})")
     for key, why in table.attrs.get("not_compared", {}).items():
         lines.append(f"{key:<22} {'–':>6} {'–':>6} {'–':>6}  not compared: {why}")
-    lines.append("MDD: the true gain the rule would find 80% of the time with these seeds, on average over what they "
-                 "leave unknown about their spread")
+    lines.append(f"p (Holm) and MDD: the family is the {len(table)} metric{'s' if len(table) != 1 else ''} compared here "
+                 f"(Holm over them); MDD, the true gain the rule would find 80% of the time with these seeds, on average "
+                 f"over what they leave unknown about their spread, at α/{len(table)}; results/claims.md's family is the "
+                 "claims of one budget (its rows), so its p and MDD for the same pair differ")
     return "\n".join([*lines, f"rule: {RULE}"])

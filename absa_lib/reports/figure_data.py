@@ -132,6 +132,15 @@ def histogram_summary(hists: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def share_near(h: dict, centre: float = 0.5, width: float = 0.02) -> float:
+    """The share of a histogram's entries in [centre − width, centre + width), from the bins wholly inside
+    (Figure 4's A_quasi near σ(0) = ½: the README's "76% of A_quasi lies within 0.02 of ½")."""
+    edges, counts = h["edges"], h["counts"]
+    inside = sum(c for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+                 if lo >= centre - width - 1e-9 and hi <= centre + width + 1e-9)
+    return inside / h["n"] if h["n"] else 0.0
+
+
 def per_layer_summary(fig4: dict) -> pd.DataFrame | None:
     """Figure 4's per-layer rows as a table (None for arrays saved before they were recorded)."""
     rows = fig4.get("per_layer")

@@ -42,16 +42,12 @@ from absa_lib.evaluation.metrics import (
     table_metrics,
 )
 from absa_lib.fileio import atomic_write_bytes
+from absa_lib.reports import PROTOCOL_LABELS
 from absa_lib.reports.paper_numbers import TITLES, PaperRow, paper_rows
 from absa_lib.training.config import budget_fields, budget_parts, describe, epochs_text
 from absa_lib.training.records import RunConfig
 
 PROTOCOLS = ("dev_best", "test_best")
-PROTOCOL_LABELS = {
-    "dev_best": "dev-best (default: epoch chosen on the dev split)",
-    "test_best": "test-best (official code's protocol: epoch chosen on the test set, optimistic)",
-    "last": "last epoch",
-}
 OURS = "ours"           # source of a row of our runs
 REPORTED = "reported"   # source of a row that shows the paper's numbers only
 TRIVIAL = "trivial"     # source of a row computed from the test labels alone (the floor of every metric)

@@ -12,8 +12,16 @@
     checkpoint  safetensors checkpoints with checksums, and the resume state
 """
 
-from absa_lib.training.config import TrainConfig
-from absa_lib.training.loop import train
-from absa_lib.training.records import Run, find_runs, load_run
+import importlib
 
+_API = {"TrainConfig": "config", "train": "loop", "Run": "records", "find_runs": "records", "load_run": "records"}
 __all__ = ["Run", "TrainConfig", "find_runs", "load_run", "train"]
+
+
+def __getattr__(name: str):
+    """The names above, imported when first asked for: ``absa_lib.training.config`` alone needs no torch."""
+    if name not in _API:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
+    globals()[name] = value
+    return value

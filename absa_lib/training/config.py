@@ -25,9 +25,8 @@ from absa_lib.data.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxi
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import file_sha256, read_json
-from absa_lib.models import MODELS, PRESETS, checked_overrides, names_with, traits
 from absa_lib.models.backbones import BACKBONES, backbone_config, backbone_dir, backbone_fingerprint
-from absa_lib.models.joint import OBJECTIVES
+from absa_lib.models.registry import MODELS, OBJECTIVES, PRESETS, checked_overrides, names_with, traits
 from absa_lib.paths import default_runs_dir
 
 # Fields added after the first runs were recorded. At these values they reproduce the earlier
@@ -193,6 +192,22 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def check_field_values(values: dict, source: str) -> None:
+    """Each of ``values`` that names a TrainConfig field, checked as a TrainConfig checks it (its choices,
+    its check): a notebook's ``epochs = -1`` is refused in its setup cell, not by the first run it makes.
+    The others (``seeds``, ``datasets``, ...) are left to their own checks."""
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name, value in values.items():
+        f = fields.get(name)
+        if f is None:
+            continue
+        allowed, check = f.metadata["choices"], f.metadata["check"]
+        if allowed is not None and value not in allowed:
+            raise AbsaError(f"{source}: {name} is {value!r}, expected one of {', '.join(allowed)}")
+        if check is not None and not check(value):
+            raise AbsaError(f"{source}: {name} is {value!r}, expected {f.metadata['expected']}")
 
 
 def budget_fields(cls: type = TrainConfig) -> tuple[str, ...]:

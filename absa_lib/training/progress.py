@@ -3,7 +3,8 @@
 An epoch's progress is shown one of three ways (:func:`progress_mode` picks it):
 
 - ``notebook``: tqdm's notebook bar (an ipywidgets widget), in a Jupyter kernel that a front end
-  (JupyterLab, Notebook, VS Code, Colab) is running, when the kernel has ipywidgets;
+  (JupyterLab, Notebook, VS Code, Colab) is running, when the kernel has ipywidgets that tqdm can draw
+  with (else lines, the reason said once, and no "IProgress not found" warning);
 - ``terminal``: tqdm's terminal bar, when stderr is a terminal;
 - ``lines``: a line at most every :data:`EpochProgress.LOG_SECONDS` and at the epoch's end, everywhere
   else: papermill and ``jupyter nbconvert --execute``, a log file, a pipe, the grid's runs.
@@ -23,11 +24,14 @@ import importlib.util
 import os
 import sys
 import time
+import warnings
 
 from absa_lib.errors import AbsaError
 from absa_lib.training.runs import duration_text
 
 ENV = "ABSA_PROGRESS"
+NO_WIDGETS = ("[absa] progress as lines: this kernel has no usable ipywidgets (pip install ipywidgets, then restart "
+              "the kernel, for a bar)")
 MODES = ("notebook", "terminal", "lines")
 _told: set[str] = set()                # the hints said in this process (once each)
 
@@ -48,8 +52,7 @@ def progress_mode() -> str:
             return "lines"                                  # papermill, nbconvert --execute
         if _has_ipywidgets():
             return "notebook"
-        _tell_once("ipywidgets", "[absa] progress as lines: this kernel has no ipywidgets (pip install ipywidgets, "
-                                 "then restart the kernel, for a bar)")
+        _tell_once("ipywidgets", NO_WIDGETS)
         return "lines"
     return "terminal" if sys.stderr.isatty() else "lines"
 
@@ -71,7 +74,21 @@ def _from_front_end(kernel) -> bool:
 
 
 def _has_ipywidgets() -> bool:
-    return importlib.util.find_spec("ipywidgets") is not None
+    """Whether tqdm's notebook bar can be drawn: ipywidgets installed *and* its progress widget importable
+    (``tqdm.notebook.IProgress``). A missing, partial or mismatched install is none, and says nothing
+    here: tqdm's own "IProgress not found" would come as a warning or as an error when the bar is made."""
+    try:
+        if importlib.util.find_spec("ipywidgets") is None:
+            return False
+    except (ImportError, ValueError):              # a module of that name without a spec
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from tqdm import notebook
+        except Exception:                          # an ipywidgets that fails on import, whatever it raises
+            return False
+    return getattr(notebook, "IProgress", None) is not None
 
 
 def _tell_once(key: str, line: str) -> None:
@@ -106,8 +123,12 @@ class EpochProgress:
             else:
                 from tqdm.std import tqdm
             batch = s.config.batch_size
-            self.bar = tqdm(total=total * batch, initial=done * batch, desc=self.desc, unit="ex", leave=False,
-                            file=sys.stderr)
+            try:
+                self.bar = tqdm(total=total * batch, initial=done * batch, desc=self.desc, unit="ex", leave=False,
+                                file=sys.stderr)
+            except ImportError:                    # the notebook bar's widget failed after all: lines, told once
+                _tell_once("ipywidgets", NO_WIDGETS)
+                self.mode = "lines"
 
     def _say(self, line: str) -> None:
         if self.bar is not None:
