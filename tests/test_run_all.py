@@ -573,3 +573,38 @@ def test_help_prints_the_usage_and_sets_nothing_up():
     assert done.returncode == 0, done.stderr
     assert "bash run_all.sh render     # no training" in done.stdout and "#" not in done.stdout.splitlines()[0]
     assert done.stderr == ""
+
+
+def test_a_profile_that_trains_nothing_refuses_a_runs_folder_without_runs_and_writes_nothing(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """render over an empty folder, a mistyped one or a profile without runs_dir would write empty tables
+    over the committed ones (issue 89): refused before any notebook runs, and a mistyped folder is not made."""
+    ran = []
+    (tmp_path / "params").symlink_to(ROOT / "params")
+    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
+    monkeypatch.setattr(run_all, "_shown_root", lambda root: tmp_path)
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: (True, []))
+    monkeypatch.setattr(run_all, "run_notebook", lambda *args, **kwargs: ran.append(args[0]) or True)
+    monkeypatch.setattr(run_all.manifest, "main", lambda args: 0)
+    for name, value in {**run_all.OWN_ENV, **run_all.OFFLINE_ENV}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    for folder, why in ((tmp_path / "empty", "no finished run records in it"), (tmp_path / "typo", "no such folder")):
+        assert run_all.run(["render", "-p", "runs_dir", str(folder)], sys.executable) == 2
+        err = capsys.readouterr().err
+        assert f"[run_all] error: runs_dir {folder}: {why}; profile render trains nothing" in err, err
+    assert not (tmp_path / "typo").exists() and ran == []
+    monkeypatch.setattr(run_all.profiles, "write_with_changes", lambda *a: {       # a profile file without it
+        k: v for k, v in yaml.safe_load((ROOT / "params" / "render.yaml").read_text()).items() if k != "runs_dir"})
+    assert run_all.run(["render"], sys.executable) == 2
+    assert "names no runs_dir to draw its tables from" in capsys.readouterr().err and ran == []
+
+
+def test_a_notebook_that_trains_nothing_refuses_an_empty_runs_folder_in_its_setup_cell(tmp_path):
+    from absa_lib.harness import session
+
+    with pytest.raises(AbsaError, match=r"runs_dir .*/nothing: no such folder; profile render trains nothing"):
+        session.check_runs_to_draw(tmp_path / "nothing", "render")
+    assert not (tmp_path / "nothing").exists()
+    session.check_runs_to_draw(ROOT / "results" / "reference" / "runs", "render")       # the committed records

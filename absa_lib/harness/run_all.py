@@ -527,6 +527,17 @@ def run(argv: list[str], python: str) -> int:
     say("\n".join(lines))
     if not ok:
         return 1
+    if not params.get("allow_training"):        # it draws from records only: refused now when there are none
+        from absa_lib.harness.session import check_runs_to_draw
+
+        try:
+            if "runs_dir" not in params:
+                raise AbsaError(f"profile {profile} trains nothing (allow_training: false) and names no runs_dir to draw "
+                                "its tables from; add runs_dir (e.g. results/reference/runs) to it")
+            check_runs_to_draw(params["runs_dir"], profile)
+        except AbsaError as err:
+            say(f"[run_all] error: {err}")
+            return 2
     notebook_values = params
     if params.get("allow_training"):
         if not train_grid(python, profile, params_file, out, top):

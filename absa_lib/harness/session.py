@@ -30,7 +30,7 @@ from absa_lib.harness.grid import train_base
 from absa_lib.harness.profiles import check_profile, check_values, notebook_parameters
 from absa_lib.paths import repo_root
 from absa_lib.training.config import check_field_values, epochs_text
-from absa_lib.training.records import RunFolder
+from absa_lib.training.records import RunFolder, run_folders
 
 
 @dataclass
@@ -110,7 +110,10 @@ def setup(notebook: str, namespace: dict) -> Session:
     def folder(name: str, create: bool = True) -> Path | None:
         return resolve_dir(params[name], create) if name in params else None
 
-    dirs = Folders(folder("results_dir"), folder("figures_dir"), folder("runs_dir"),
+    draws_only = params.get("allow_training") is False     # render: every table from the records there
+    if draws_only and "runs_dir" in params:
+        check_runs_to_draw(params["runs_dir"], params["profile"])
+    dirs = Folders(folder("results_dir"), folder("figures_dir"), folder("runs_dir", create=not draws_only),
                    folder("reference_dir", create=False))
     print(f"device: {device_summary()}")
     print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
@@ -144,6 +147,23 @@ def one_line_errors() -> None:
         return
     shell.set_custom_exc((AbsaError,), lambda shell, etype, value, tb, tb_offset=None:
                          shell.showtraceback((etype, value, tb), exception_only=True))
+
+
+def check_runs_to_draw(runs_dir: str | Path, profile: str) -> None:
+    """A profile that trains nothing (``allow_training: false``, e.g. render) draws every table and figure
+    from the finished runs in ``runs_dir``: with none there (an empty folder, a typo, the notebooks'
+    own default), it would write empty tables over the committed ones. Refused in one line, and the
+    folder is not created."""
+    runs = resolve_dir(runs_dir, create=False)
+    if not runs.is_dir():
+        why = "no such folder"
+    elif not any(complete for _, complete in run_folders(runs)):
+        why = "no finished run records in it"
+    else:
+        return
+    raise AbsaError(f"runs_dir {runs}: {why}; profile {profile} trains nothing (allow_training: false), so its "
+                    "tables and figures would be empty and would replace the committed ones. Give runs_dir the "
+                    "folder of the records (results/reference/runs), or run a profile that trains")
 
 
 def resolve_dir(path: str | Path, create: bool = True) -> Path:
