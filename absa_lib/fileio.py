@@ -139,20 +139,19 @@ def _sha256_cached(path: str, mtime_ns: int, size: int) -> str:
     return file_sha256(Path(path))
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, fix: str = "delete the run folder or rerun with --force") -> Any:
+    """The JSON in ``path``; a file that is missing, not JSON or unreadable raises one line ending with ``fix``
+    (what to do about it: a run record's is the default)."""
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise AbsaError(f"{path}: file not found") from None
     except json.JSONDecodeError as err:
-        raise AbsaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}); delete the run "
-                        "folder or rerun with --force") from None
+        raise AbsaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}); {fix}") from None
     except UnicodeDecodeError as err:
-        raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); delete the run folder or rerun "
-                        "with --force") from None
+        raise AbsaError(f"{path}: not UTF-8 text (byte {err.start}); {fix}") from None
     except RecursionError:          # '[' * 5000: nested deeper than any file written here
-        raise AbsaError(f"{path}: JSON nested too deep to be a file written here; delete the run folder or "
-                        "rerun with --force") from None
+        raise AbsaError(f"{path}: JSON nested too deep to be a file written here; {fix}") from None
     except OSError as err:
         raise AbsaError(f"{path}: cannot be read ({err.strerror}); check its permissions") from None
 

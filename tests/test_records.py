@@ -102,7 +102,7 @@ def test_a_run_folder_is_read_once_per_load(monkeypatch, tiny_run):
     path = tiny_run()
     reads, hashes = [], []
     real_read, real_hash = fileio.read_json, typed.config_hash
-    monkeypatch.setattr(store, "read_json", lambda p: reads.append(Path(p).name) or real_read(p))
+    monkeypatch.setattr(store, "read_json", lambda p, *fix: reads.append(Path(p).name) or real_read(p, *fix))
     monkeypatch.setattr(typed, "config_hash", lambda i: hashes.append(1) or real_hash(i))
     run = load_run(path)
     assert sorted(reads) == ["config.json", "env.json", "metrics.json"] and len(hashes) == 1
@@ -146,3 +146,27 @@ def test_a_run_folders_paths_come_from_its_layout(tmp_path):
     assert records.unfinished_progress(folder.path) == (0, "?")
     with pytest.raises(AbsaError, match="config.json: expected a run record"):
         load_run(folder.path)
+
+
+def test_an_exported_folder_reads_only_the_files_its_record_names(tmp_path, tiny_run):
+    """A tokenizer file placed beside an export (added_tokens.json) would change what the model reads:
+    refused, naming it; a damaged export record gets the export's fix, a damaged env.json its own."""
+    from absa_lib.reports.model_card import export_run
+
+    folder = export_run(load_run(tiny_run()), tmp_path / "exported")
+    (folder / "added_tokens.json").write_text('{"LOCATION1": 30522}')
+    with pytest.raises(AbsaError, match=r"added_tokens.json: not a file the export wrote \(absa_export.json names "
+                                        r"each of them\).*remove it, or export the run again"):
+        load_model_folder(folder)
+    (folder / "added_tokens.json").unlink()
+    load_model_folder(folder)
+    (folder / records.EXPORT_RECORD).write_text("{")
+    with pytest.raises(AbsaError, match=r"absa_export.json: not valid JSON .*; export the run again"):
+        load_model_folder(folder)
+    copy = tmp_path / "runs" / "sentihood" / "qacg-bert" / load_run(tiny_run()).run_id
+    import shutil
+    shutil.copytree(tiny_run(), copy, ignore=shutil.ignore_patterns("checkpoints"))
+    RunFolder(copy).env.write_text("{")
+    with pytest.raises(AbsaError, match=r"env.json: not valid JSON .*; delete it \(the next `absa train` of the "
+                                        r"run writes it again; its finished epochs stay\)"):
+        load_run(copy)

@@ -116,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
     with _sigterm_stops(launch.stop):
         result = train(config, runs_dir=args.out, data_dir=args.data_dir, force=args.force, progress=not args.quiet,
                        launch=launch)
-    if not result.cached:
-        save_run_curve(result)
+    save_run_curve(result)            # drawn once: also for a run a kill stopped before its curve
     summary = {"run": str(result.path), "run_id": result.run_id, "cached": result.cached,
                "size_mb": round(folder_megabytes(result.path), 1),
                "selection_metric": result.metrics.selection_metric,

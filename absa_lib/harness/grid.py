@@ -150,8 +150,7 @@ def run_grid(specs: list[Spec], datasets: list[str], seeds: list[int], base: dic
             for config in make_configs(spec, dataset, seeds, **base):
                 run = train_when_free(config, runs_dir=runs_dir, data_dir=data_dir or None, force=force,
                                       progress=progress, launch=launch)
-                if not run.cached:
-                    save_run_curve(run)
+                save_run_curve(run)      # drawn once: also after a kill before the curve
                 print(f"[runs] {dataset} {spec.label} seed {config.seed}: {'cached' if run.cached else 'trained'} "
                       f"{run.run_id}")
                 trained.append(run)

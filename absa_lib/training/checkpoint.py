@@ -12,6 +12,7 @@ predictions. A checkpoint written before checkpoints named their run is refused.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -26,12 +27,30 @@ IDENTITY = "checkpoint.json"        # {"run_id", "epoch"}: the run and the epoch
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
+    """``tmp`` (complete) in place of ``final``, in two renames: ``final`` -> ``final.old``, ``tmp`` ->
+    ``final``. A kill between them leaves no ``final``; :func:`recover_checkpoint` finishes the move."""
     old = final.with_name(final.name + ".old")
     if final.exists():
         shutil.rmtree(old, ignore_errors=True)
         final.rename(old)
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_checkpoint(directory: Path) -> None:
+    """Finish a save a kill cut between its two renames (:func:`_replace_dir`): ``directory`` missing, the
+    new checkpoint complete under ``.tmp`` (its checksums are written last) or the previous one under
+    ``.old``. Without this, a resume would not see the state and would start again from epoch 1."""
+    directory = Path(directory)
+    if directory.exists() or directory.is_symlink():
+        return
+    tmp, old = directory.with_name(directory.name + ".tmp"), directory.with_name(directory.name + ".old")
+    for candidate in (tmp, old):
+        if (candidate / CHECKSUMS).is_file():
+            candidate.rename(directory)
+            print(f"[absa] {directory}: finished a save that was interrupted ({candidate.name} moved into place)",
+                  file=sys.stderr)
+            return
 
 
 def save_checkpoint(directory: Path, model, run_id: str, epoch: int, optimizer=None, state: dict | None = None) -> None:

@@ -14,6 +14,7 @@ and always labelled as such.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
+from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
@@ -57,7 +59,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     config = resolved(config)
     path = run_path(config, runs_dir)
     if not force and RunFolder(path).marked_complete():
-        return load_run(path)                                               # the run cache
+        return _cached(path, launch)                                        # the run cache
     if launch.cache_only:
         raise AbsaError(f"{path}: this {config.dataset} {config.model} run (seed {config.seed}) is not in the "
                         "run cache, and ABSA_CACHE_ONLY forbids training it here; train it first (absa grid) "
@@ -66,7 +68,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
     check_max_length(config, tokenizer)
     with claimed_run_folder(path, force):        # before the work: a read-only --out fails now, not later
         if not force and RunFolder(path).marked_complete():   # finished by another process meanwhile
-            return load_run(path)
+            return _cached(path, launch)
         if progress:
             print(f"[absa] {config.dataset} {config.model}, seed {config.seed}: {path}; tokenizing the data and "
                   "building the model", file=sys.stderr, flush=True)
@@ -86,6 +88,16 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             if progress:
                 _say_epoch(config, row, s.books.sel_metric)
         return s.books.finish()
+
+
+def _cached(path: Path, launch: Launch) -> Run:
+    """The finished run in ``path``, without the resume state a kill after its final record left behind
+    (about 300 MB that nothing resumes), unless ``launch.keep_last``."""
+    run = load_run(path)
+    last = run.folder.checkpoint("last")
+    if not launch.keep_last and last.is_dir() and lock_holder(run.folder.lock) is None:
+        shutil.rmtree(last, ignore_errors=True)
+    return run
 
 
 @dataclass(kw_only=True)

@@ -29,11 +29,17 @@ from safetensors.torch import load_file
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.kept import Kept, resumed, write_kept
 from absa_lib.evaluation.predictions import write_predictions
-from absa_lib.training.checkpoint import load_trainer_state, save_checkpoint, verify_checkpoint
+from absa_lib.training.checkpoint import (
+    load_trainer_state,
+    recover_checkpoint,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from absa_lib.training.records import Run, RunFolder, RunMetrics, load_run, select_epochs, write_metrics
 from absa_lib.training.runs import Launch, runs_training_beside
 
 RESUME_FIX = "the resume state is corrupt: rerun with --force to train this run from the start"
+RESTART = "rerun with --force to train this run from the start"
 
 
 @dataclass(kw_only=True)
@@ -66,6 +72,8 @@ class EpochRecorder:
              launch: Launch, model, optimizer, scaler: torch.amp.GradScaler | None = None) -> EpochRecorder:
         """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
         the resume state the last process left."""
+        for which in ("best", "last"):                 # a save a kill cut between its two renames
+            recover_checkpoint(RunFolder(path).checkpoint(which))
         state = _restored(RunFolder(path).checkpoint("last"), model, optimizer)
         kept = Kept.for_splits(run_id, dataset, examples)
         books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
@@ -76,11 +84,31 @@ class EpochRecorder:
             if scaler is not None and "grad_scaler" in state:
                 scaler.load_state_dict(state["grad_scaler"])
             books.kept = resumed(path, run_id, books.epoch, kept)
+            books._check_resumable()
+            if books.epochs:                           # what the finished record names (a kill before it lost it)
+                books.kept_entry = write_kept(path, books.kept)
             where = f" and batch {books.partial['batches']} of epoch {books.partial['epoch']}" if books.partial else ""
             print(f"[absa] resuming {path} after epoch {books.epoch}{where}", file=sys.stderr)
         if not launch.keep_resume_state:            # it would not be kept current: none rather than a stale one
             shutil.rmtree(books.last, ignore_errors=True)
         return books
+
+    def _check_resumable(self) -> None:
+        """What the epochs finished so far left must still be there, or the run could only end bricked
+        or poorer: the dev-best checkpoint, and the kept predictions of the epochs the protocols select."""
+        if not self.epochs:
+            return
+        best = self.folder.checkpoint("best")
+        verify_checkpoint(best, self.path.name, self.best["epoch"], f"{best} held the dev-best epoch "
+                          f"{self.best['epoch']}, which a resume cannot bring back; {RESTART}")
+        selected = select_epochs(self.epochs, self.sel_metric)
+        dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
+        need = {"dev": {dev_best}, "test": {dev_best, test_best}}
+        missing = {split: sorted(e for e in epochs if e not in self.kept.epochs[split]) for split, epochs in need.items()}
+        if any(missing.values()):
+            raise AbsaError(f"{self.folder.kept}: missing or damaged, and it held the predictions of the selected "
+                            f"epochs ({', '.join(f'{k} {v}' for k, v in missing.items() if v)}), which a resume "
+                            f"cannot make again (those epochs' weights are gone); {RESTART}")
 
     def trainer_state(self) -> dict:
         """What ``checkpoints/last`` records beside the weights and the optimizer's moments."""

@@ -27,6 +27,7 @@ from absa_lib.training.checkpoint import verify_checkpoint
 from absa_lib.training.config import TrainConfig, config_hash, run_identity
 from absa_lib.training.records.layout import EXPORT_RECORD, RunFolder, run_folders
 from absa_lib.training.records.typed import (
+    ENV_FIX,
     EXPORT_FIX,
     ExportRecord,
     RunConfig,
@@ -142,6 +143,10 @@ class ExportedModel:
         """Every file the export wrote, as it wrote it (its SHA-256 in :data:`EXPORT_RECORD`); once."""
         if self.verified:
             return
+        others = sorted(p.name for p in self.path.iterdir() if p.name != EXPORT_RECORD and p.name not in self.export.sha256)
+        if others:                             # a tokenizer's added_tokens.json, say, would change what it reads
+            raise AbsaError(f"{self.path / others[0]}: not a file the export wrote ({EXPORT_RECORD} names each of them), "
+                            f"and it could change what the model reads; remove it, or {EXPORT_FIX}")
         for name, digest in sorted(self.export.sha256.items()):
             actual = file_sha256(self.path / name) if (self.path / name).is_file() else "missing"
             if actual != digest:
@@ -162,7 +167,8 @@ def load_model_folder(path: str | os.PathLike) -> Run | ExportedModel:
     path = Path(path)
     if not (path / EXPORT_RECORD).is_file():
         return load_run(path)
-    exported = ExportedModel(path, ExportRecord.from_record(read_json(path / EXPORT_RECORD), path / EXPORT_RECORD))
+    record = path / EXPORT_RECORD
+    exported = ExportedModel(path, ExportRecord.from_record(read_json(record, EXPORT_FIX), record))
     exported.verify()                          # before the tokenizer or the weights are read
     return exported
 
@@ -180,7 +186,7 @@ def load_run(path: str | os.PathLike) -> Run:
                         f"another name; a run's folder is named by its run id: move the copy out of the runs folder, "
                         f"or name it {config.run_id}")
     metrics = read_json(folder.metrics) if folder.metrics.is_file() else {}
-    env = RunEnv.from_record(read_json(folder.env) if folder.env.is_file() else {}, folder.env)
+    env = RunEnv.from_record(read_json(folder.env, ENV_FIX) if folder.env.is_file() else {}, folder.env)
     if isinstance(metrics, dict) and not metrics.get("complete"):
         raise AbsaError(f"{folder.path}: training did not finish ({folder.metrics.name} is not marked complete); "
                         "run the same `absa train` command again to resume it")

@@ -30,6 +30,7 @@ from absa_lib.training.records.upgrade import RECORD_EXTRAS, config_fields, conf
 CONFIG_FIX = "restore the file, or train the run again with `absa train ... --force`"
 METRICS_FIX = "the file was edited or damaged: restore it, or retrain with --force"
 EXPORT_FIX = "export the run again (absa export RUN DIR)"
+ENV_FIX = "delete it (the next `absa train` of the run writes it again; its finished epochs stay)"
 
 
 class _NameTaken(Exception):
@@ -248,8 +249,7 @@ class RunEnv:
     @classmethod
     def from_record(cls, record, where: Path) -> RunEnv:
         if not isinstance(record, dict):
-            raise AbsaError(f"{where}: expected a JSON object, got {type(record).__name__}; delete "
-                            "the run folder or rerun with --force")
+            raise AbsaError(f"{where}: expected a JSON object, got {type(record).__name__}; {ENV_FIX}")
         return cls(env_fields(record) if record else {})
 
     @property
