@@ -49,12 +49,12 @@ def _examples(dataset: str, text: str, targets: list[str] | None) -> list[D.Exam
                         "UTF-8 text") from None
     if not text:
         raise AbsaError("the text is empty; give a review sentence" + (", e.g. \"LOCATION1 is cheap but not safe\""
-                                                                      if dataset == "sentihood" else ""))
+                                                                      if D.get(dataset).masked_targets else ""))
     none = D.NONE_LABEL[dataset]
     if dataset in D.OWN:
         return [D.Example(dataset, "input", "input", text, t, a, none, D.context_id(dataset, t, a))
                 for t in _own_targets(dataset, text, targets) for a in D.ASPECTS[dataset]]
-    if dataset == "semeval":
+    if not D.get(dataset).targets:
         if targets:
             raise AbsaError("--targets is for SentiHood models; a SemEval model predicts the 5 aspect categories")
         return [D.Example(dataset, "input", "input", text, None, a, none, D.context_id(dataset, None, a))
@@ -278,7 +278,7 @@ def _texts_as_examples(dataset: str, texts: list[str], targets, locations, prefi
     examples, owner = [], []
     named = [{}] * len(texts)
     if locations:
-        if dataset != "sentihood":
+        if not D.get(dataset).masked_targets:
             raise AbsaError("--locations is for SentiHood models, whose targets are masked locations")
         if targets:
             raise AbsaError("--targets picks masks, which --locations numbers per sentence; give one of them")

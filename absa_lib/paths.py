@@ -22,6 +22,12 @@ def repo_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
+def from_root(path: str | os.PathLike) -> Path:
+    """``path`` made absolute: a relative one is taken from the repository root (else the working folder)."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (repo_root() or Path.cwd()) / p
+
+
 def _cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "absa_lib"
 

@@ -116,7 +116,7 @@ def test_the_cli_prints_json_draws_the_panels_and_refuses_what_it_cannot(runs, t
 
 
 def test_your_own_data_is_explained_word_by_word(fixtures_dir, tmp_path, small):
-    saved = [dict(t) for t in (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)]
+    saved = [dict(t) for t in (D.OWN, D.REGISTRY)]
     try:
         name = own_data.register_dataset(shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones"))
         run = training.train(small(name, max_train_examples=None, max_eval_examples=None), runs_dir=tmp_path / "runs",
@@ -125,7 +125,7 @@ def test_your_own_data_is_explained_word_by_word(fixtures_dir, tmp_path, small):
         assert result["words"] == ["The", "phone", "battery", "dies", "by", "noon"]
         assert all(sum(p["explanation"]["relevance"]) == pytest.approx(1) for p in result["predictions"])
     finally:
-        for table, before in zip((D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS), saved, strict=True):
+        for table, before in zip((D.OWN, D.REGISTRY), saved, strict=True):
             table.clear()
             table.update(before)
 
@@ -273,13 +273,13 @@ def test_the_cards_python_runs_as_written_on_its_folder(runs, tmp_path, fixtures
     but the folder: SentiHood (targets), SemEval (none) and your own data with targets (the example
     names one, or predict_text refuses it)."""
     folders = [export_run(runs["sentihood"], tmp_path / "sentihood"), export_run(runs["semeval"], tmp_path / "semeval")]
-    saved = [dict(t) for t in (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)]
+    saved = [dict(t) for t in (D.OWN, D.REGISTRY)]
     try:
         name = own_data.register_dataset(shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones"))
         folders.append(export_run(training.train(small(name, max_train_examples=8, max_eval_examples=8),
                                                  runs_dir=tmp_path / "runs", progress=False), tmp_path / "own"))
     finally:
-        for table, before in zip((D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS), saved, strict=True):
+        for table, before in zip((D.OWN, D.REGISTRY), saved, strict=True):
             table.clear()
             table.update(before)
     # an NLI-B model's outputs are no / yes per candidate label: its config names them (5 names made

@@ -142,6 +142,7 @@ def test_a_resumed_run_keeps_the_predictions_of_the_epochs_before_the_interrupti
     kept.rows = {("test", 1): np.zeros((0, 5), np.float32), ("test", 3): np.zeros((0, 5), np.float32),
                  ("dev", 1): np.zeros((0, 5), np.float32)}
     path.mkdir()
+    path = path / "predictions.npz"
     K.write_kept(path, kept)
     fresh = K.Kept.for_splits("r1", "semeval", {"dev": [], "test": []})
     assert K.resumed(path, "r1", 2, fresh).epochs == {"dev": [1], "test": [1]}   # epoch 3 was not finished
@@ -324,7 +325,7 @@ def test_an_own_dataset_whose_csv_is_a_folder_says_so(fixtures_dir, tmp_path):
     folder = shutil.copytree(fixtures_dir / "own_data" / "phones", tmp_path / "phones")
     (folder / "train.csv").unlink()
     (folder / "train.csv").mkdir()
-    tables = (D.OWN, D.LABELS, D.NONE_LABEL, D.SENTIMENTS, D.ASPECTS)
+    tables = (D.OWN, D.REGISTRY)
     saved = [dict(t) for t in tables]
     try:
         with pytest.raises(AbsaError, match=r"train.csv: a folder, not a CSV file; a dataset folder holds the CSV"):

@@ -147,3 +147,42 @@ def test_every_module_has_its_row_in_the_tests_readme():
     missing = [m for m in modules if f"| `{m}` |" not in table]
     listed = [line.split("`")[1] for line in table.splitlines() if line.startswith("| `absa_lib")]
     assert missing == [] and sorted(listed) == modules, (missing, sorted(set(listed) - set(modules)))
+
+
+def test_no_module_outside_data_branches_on_a_datasets_name():
+    """What differs between datasets is a field of their record (absa_lib.data.datasets.Dataset: targets,
+    masked targets, the paper's F1 of means, the title, the example), not ``if dataset == "semeval"`` in
+    the modules that use it; your own data gets the same behaviour from its record."""
+    import ast
+
+    from absa_lib.data.datasets import REGISTRY
+
+    names, branches = set(REGISTRY), []
+    for path in sorted((ROOT / "absa_lib").rglob("*.py")):
+        if "data" in path.relative_to(ROOT / "absa_lib").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                consts = [side] if isinstance(side, ast.Constant) else list(getattr(side, "elts", []))
+                if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
+                    branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert names >= {"sentihood", "semeval"} and branches == []
+
+
+def test_your_own_data_is_a_record_not_a_patch_of_the_benchmarks_tables(fixtures_dir):
+    from absa_lib.data import datasets as D
+    from absa_lib.data.own_data import register_dataset
+
+    before = {k: dict(v) for k, v in (("own", D.OWN), ("registry", D.REGISTRY))}
+    try:
+        name = register_dataset(fixtures_dir / "own_data" / "phones")
+        record = D.get(name)
+        assert record.labels == D.LABELS[name] and record.aspects == D.ASPECTS[name] and record.title == name
+        assert record.sentiments == D.SENTIMENTS[name] and not record.masked_targets and record.targets
+        assert set(D.LABELS) == set(D.REGISTRY)                # one table of records, read by field
+    finally:
+        for table, saved in ((D.OWN, before["own"]), (D.REGISTRY, before["registry"])):
+            table.clear()
+            table.update(saved)

@@ -602,9 +602,7 @@ def test_a_profile_that_trains_nothing_refuses_a_runs_folder_without_runs_and_wr
 
 
 def test_a_notebook_that_trains_nothing_refuses_an_empty_runs_folder_in_its_setup_cell(tmp_path):
-    from absa_lib.harness import session
-
     with pytest.raises(AbsaError, match=r"runs_dir .*/nothing: no such folder; profile render trains nothing"):
-        session.check_runs_to_draw(tmp_path / "nothing", "render")
+        profiles.check_runs_to_draw(tmp_path / "nothing", "render")
     assert not (tmp_path / "nothing").exists()
-    session.check_runs_to_draw(ROOT / "results" / "reference" / "runs", "render")       # the committed records
+    profiles.check_runs_to_draw(ROOT / "results" / "reference" / "runs", "render")       # the committed records

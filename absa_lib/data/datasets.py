@@ -21,6 +21,7 @@ import hashlib
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,23 +30,67 @@ from absa_lib.data.download import verified_path
 from absa_lib.errors import AbsaError
 from absa_lib.paths import resolve_data_dir
 
-DATASETS = ("sentihood", "semeval")
+DATASETS = ("sentihood", "semeval")      # the benchmarks, in the paper's order (their records: REGISTRY)
 SPLITS = ("train", "dev", "test")
-LABELS = {"sentihood": ("None", "Positive", "Negative"),
-          "semeval": ("positive", "neutral", "negative", "conflict", "none")}
-NONE_LABEL = {"sentihood": "None", "semeval": "none"}
-# The labels an annotated opinion can carry: every label but the none label, in LABELS order.
-SENTIMENTS = {dataset: tuple(lab for lab in labels if lab != NONE_LABEL[dataset])
-              for dataset, labels in LABELS.items()}
-ASPECTS = {"sentihood": ("general", "price", "safety", "transit-location"),
-           "semeval": ("price", "anecdotes/miscellaneous", "food", "ambience", "service")}
 TARGETS = ("LOCATION1", "LOCATION2")
 SENTIHOOD_ALL_ASPECTS = ("general", "price", "transit-location", "safety", "live", "nightlife", "shopping",
                          "multicultural", "green-nature", "dining", "quiet", "touristy")
-RAW_FILES = {("sentihood", s): f"sentihood/sentihood-{s}.json" for s in SPLITS}
-RAW_FILES.update({("semeval", "train"): "semeval2014/Restaurants_Train.xml",
-                  ("semeval", "dev"): "semeval2014/Restaurants_Train.xml",
-                  ("semeval", "test"): "semeval2014/Restaurants_Test_Gold.xml"})
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset, declared once: what every module asks of it by name (:func:`get`). A benchmark's
+    record is below (:data:`REGISTRY`); your own data registers one (:mod:`absa_lib.data.own_data`)."""
+
+    name: str                            # its key in run records, profiles and on the command line
+    title: str                           # how tables and figures name it
+    labels: tuple[str, ...]              # the classes, in the classifier's order
+    none_label: str                      # "the sentence says nothing of this aspect (of this target)"
+    aspects: tuple[str, ...]
+    targets: tuple[str, ...] = ()        # the targets a context names; () for aspects alone
+    masked_targets: bool = False         # its targets stand masked in the text (SentiHood's LOCATION1, LOCATION2)
+    files: tuple[tuple[str, str], ...] = ()    # (split, raw file under the data folder): a benchmark's
+    reader: Callable | None = None       # how one of its raw files becomes examples: reader(path, split)
+    paper_table: str = ""                # the paper's table of it
+    f1_of_means: bool = False            # the paper reports its aspect F1 from the mean P and R over seeds
+    example: str = ""                    # a sentence its models can predict (a model card's example)
+    domain: str = ""                     # what its texts are about (a model card's limits)
+    source: str = ""                     # where its files come from and whose terms apply
+
+    @property
+    def sentiments(self) -> tuple[str, ...]:
+        """The labels an annotated opinion can carry: every label but the none label, in label order."""
+        return tuple(lab for lab in self.labels if lab != self.none_label)
+
+    def raw_file(self, split: str) -> str:
+        return dict(self.files)[split]
+
+
+REGISTRY: dict[str, Dataset] = {}
+"""Every dataset this process knows, by name: the benchmarks (declared at the end of this module) and
+your own, registered."""
+
+
+class _Column(Mapping):
+    """One field of every registered dataset, read by name: ``LABELS["semeval"]`` is ``get("semeval").labels``."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __getitem__(self, name: str):
+        if name not in REGISTRY:
+            raise KeyError(name)
+        return getattr(REGISTRY[name], self.field)
+
+    def __iter__(self):
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+LABELS, NONE_LABEL, SENTIMENTS = _Column("labels"), _Column("none_label"), _Column("sentiments")
+ASPECTS, TITLES = _Column("aspects"), _Column("title")
 
 # SemEval has no dev split. Ours: within each stratum (the sentence's set of annotated categories),
 # order the train sentences by sha256(f"{SEED}:{text}") (ties: id) and hold out the first
@@ -99,12 +144,15 @@ def eval_subset(examples: list, dataset: str, k: int | None) -> list:
     return examples[: max(1, k // g) * g]
 
 
+def get(dataset: str) -> Dataset:
+    """The record of ``dataset``: a benchmark, or one registered in this process."""
+    _check(dataset)
+    return REGISTRY[dataset]
+
+
 def targets_of(dataset: str) -> tuple:
     """The targets a context can name: LOCATION1, LOCATION2 (SentiHood), (None,) (SemEval), or your own."""
-    _check(dataset)
-    if dataset in OWN:
-        return OWN[dataset].scheme.targets or (None,)
-    return TARGETS if dataset == "sentihood" else (None,)
+    return get(dataset).targets or (None,)
 
 
 def num_contexts(dataset: str) -> int:
@@ -274,7 +322,8 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
     _check(dataset, split)
     if dataset in OWN:
         return OWN[dataset].examples(split)          # its folder, checked against what was registered
-    relative = RAW_FILES[dataset, split]
+    record = get(dataset)
+    relative = record.raw_file(split)
     path = verified_path(relative, data_dir) if verify else resolve_data_dir(data_dir) / relative
     try:
         st = path.stat()
@@ -282,7 +331,7 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
         raise AbsaError(f"{path} is missing; {_REFETCH}") from None
     key = (dataset, split, path, st.st_mtime_ns, st.st_size)
     if key not in _CACHE:
-        _CACHE[key] = (_sentihood if dataset == "sentihood" else _semeval)(path, split)
+        _CACHE[key] = record.reader(path, split)
     return list(_CACHE[key])
 
 
@@ -317,3 +366,23 @@ def stats(data_dir=None) -> dict:
     """:func:`split_stats` of every benchmark and split."""
     return {dataset: {split: split_stats(dataset, split, data_dir) for split in SPLITS}
             for dataset in DATASETS}
+
+
+REGISTRY.update({d.name: d for d in (
+    Dataset("sentihood", "SentiHood", labels=("None", "Positive", "Negative"), none_label="None",
+            aspects=("general", "price", "safety", "transit-location"), targets=TARGETS, masked_targets=True,
+            files=tuple((s, f"sentihood/sentihood-{s}.json") for s in SPLITS), reader=_sentihood,
+            paper_table="Table 1: SentiHood (TABSA), test set", example="LOCATION1 is lovely but pricey",
+            domain="London neighbourhoods, from Yahoo! Answers",
+            source="SentiHood (Saeidi et al. 2016), as distributed by Sun et al. (2019), "
+                   "https://github.com/HSLCY/ABSA-BERT-pair; no licence is given for the data: the original "
+                   "dataset's terms apply"),
+    Dataset("semeval", "SemEval-2014", labels=("positive", "neutral", "negative", "conflict", "none"),
+            none_label="none", aspects=("price", "anecdotes/miscellaneous", "food", "ambience", "service"),
+            files=(("train", "semeval2014/Restaurants_Train.xml"), ("dev", "semeval2014/Restaurants_Train.xml"),
+                   ("test", "semeval2014/Restaurants_Test_Gold.xml")), reader=_semeval,
+            paper_table="Table 2: SemEval-2014 Task 4 (ABSA), test set", f1_of_means=True,
+            example="The pasta was great but the waiter was rude", domain="restaurant reviews",
+            source="SemEval-2014 Task 4, restaurants (Pontiki et al. 2014), as distributed by Sun et al. (2019), "
+                   "https://github.com/HSLCY/ABSA-BERT-pair; the terms are those of the META-SHARE distribution"),
+)})

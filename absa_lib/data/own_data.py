@@ -129,8 +129,8 @@ class OwnDataset:
 
 
 def register_scheme(scheme: Scheme, dataset: OwnDataset | None = None) -> None:
-    """Make ``scheme.name`` a dataset every module knows: its labels, none label, aspects and targets
-    go into :mod:`absa_lib.data.datasets`'s tables. A name already registered with another scheme is refused
+    """Make ``scheme.name`` a dataset every module knows: its record (labels, none label, aspects and
+    targets) goes into :data:`absa_lib.data.datasets.REGISTRY`. A name already registered with another scheme is refused
     (one name, one meaning per process); registering a folder replaces the folder of the same scheme."""
     name = scheme.name
     known = D.OWN.get(name)
@@ -140,8 +140,8 @@ def register_scheme(scheme: Scheme, dataset: OwnDataset | None = None) -> None:
     if known is not None and dataset is None:
         return                                          # a run record of a dataset already known
     D.OWN[name] = dataset or OwnDataset(scheme)
-    D.LABELS[name], D.NONE_LABEL[name] = scheme.labels, NONE_LABEL
-    D.SENTIMENTS[name], D.ASPECTS[name] = scheme.sentiments, scheme.aspects
+    D.REGISTRY[name] = D.Dataset(name, title=name, labels=scheme.labels, none_label=NONE_LABEL, aspects=scheme.aspects,
+                                 targets=scheme.targets)
 
 
 def register_dataset(folder) -> str:

@@ -40,7 +40,6 @@ from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.fileio import atomic_write_bytes
 
-KEPT_FILE = "predictions.npz"
 SPLITS = ("dev", "test")
 
 
@@ -169,30 +168,31 @@ def _nan(value) -> bool:
     return isinstance(value, float) and value != value
 
 
-def write_kept(folder: Path, kept: Kept) -> dict:
-    """Write ``folder/predictions.npz`` atomically; return the entry the metrics record names it by."""
+def write_kept(path: Path, kept: Kept) -> dict:
+    """Write ``kept`` to ``path`` (a run's ``predictions.npz``) atomically; return the entry the metrics
+    record names it by."""
     data = kept.to_bytes()
-    atomic_write_bytes(Path(folder) / KEPT_FILE, data)
-    return {"file": KEPT_FILE, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "epochs": kept.epochs}
+    atomic_write_bytes(Path(path), data)
+    return {"file": Path(path).name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "epochs": kept.epochs}
 
 
-def check_entry(entry, where: Path, n_epochs: int) -> None:
+def check_entry(entry, where: Path, n_epochs: int, name: str) -> None:
     """The ``predictions`` entry of a metrics record as training writes it (its file is read later)."""
     fix = "the file was edited or damaged: restore it, or retrain with --force"
     epochs = entry.get("epochs") if isinstance(entry, dict) else None
-    ok = (isinstance(entry, dict) and entry.get("file") == KEPT_FILE and is_int(entry.get("bytes"))
+    ok = (isinstance(entry, dict) and entry.get("file") == name and is_int(entry.get("bytes"))
           and isinstance(entry.get("sha256"), str) and len(entry["sha256"]) == 64
           and isinstance(epochs, dict) and set(epochs) == set(SPLITS)
           and all(isinstance(v, list) and all(is_int(e) and 1 <= e <= n_epochs for e in v) for v in epochs.values()))
     if not ok:
-        raise AbsaError(f"{where}: predictions is {str(entry)[:160]}, expected {{file: {KEPT_FILE}, bytes, sha256, "
+        raise AbsaError(f"{where}: predictions is {str(entry)[:160]}, expected {{file: {name}, bytes, sha256, "
                         f"epochs: {{dev: [...], test: [...]}} (epochs 1..{n_epochs})}}; {fix}")
 
 
-def read_kept(folder: Path, entry: dict, run_id: str, record: Path) -> Kept:
+def read_kept(path: Path, entry: dict, run_id: str, record: Path) -> Kept:
     """The kept predictions of the run in ``folder``, checked against ``entry`` (the ``predictions``
     of its metrics record, the file ``record``): the size, the sha256, the run id and the epochs it names."""
-    path = Path(folder) / KEPT_FILE
+    path = Path(path)
     fix = "restore it (it travels with the run's record), or retrain with --force"
     if not path.is_file() or path.is_symlink():
         raise AbsaError(f"{path}: missing, but {record} says the run kept its predictions here; {fix}")
@@ -207,11 +207,11 @@ def read_kept(folder: Path, entry: dict, run_id: str, record: Path) -> Kept:
     return kept
 
 
-def resumed(folder: Path, run_id: str, upto: int, fresh: Kept) -> Kept:
+def resumed(path: Path, run_id: str, upto: int, fresh: Kept) -> Kept:
     """On a resume after epoch ``upto``: the kept predictions of epochs up to ``upto`` of the file the
     interrupted process wrote (if it is this run's, for the same examples), else ``fresh`` (the epochs
     selected before the interruption then keep none; later ones do)."""
-    path = Path(folder) / KEPT_FILE
+    path = Path(path)
     try:
         old = Kept.from_bytes(path.read_bytes(), str(path), run_id)
     except (OSError, AbsaError):

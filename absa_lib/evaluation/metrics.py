@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import f1_score, roc_auc_score
 
-from absa_lib.data.datasets import DATASETS, LABELS, OWN, SENTIMENTS, group_size, known, none_id
+from absa_lib.data.datasets import DATASETS, LABELS, OWN, SENTIMENTS, get, group_size, known, none_id
 from absa_lib.errors import AbsaError
 
 # Label ids, in the order of absa_lib.data.datasets.LABELS (the published files' order, as the reference's):
@@ -323,6 +323,10 @@ def own_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = None) 
                                                  zero_division=0)) if has.any() else NAN})
 
 
+BENCHMARK_METRICS = {"sentihood": sentihood_metrics, "semeval": semeval_metrics}
+"""Each benchmark's own metrics: the columns of its table in the paper, computed as its authors do."""
+
+
 def compute_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """All metrics of ``dataset``'s table (or only ``keys``): :func:`sentihood_metrics` or
     :func:`semeval_metrics`, or :func:`own_metrics` for your own data."""
@@ -332,10 +336,8 @@ def compute_metrics(dataset: str, gold, probs, keys: tuple[str, ...] | None = No
     builtin = None if keys is None else tuple(k for k in keys if k not in {m.key for m in declared})
     if dataset in OWN:
         values = own_metrics(dataset, gold, probs, builtin)
-    elif dataset == "sentihood":
-        values = sentihood_metrics(gold, probs, builtin)
-    elif dataset == "semeval":
-        values = semeval_metrics(gold, probs, builtin)
+    elif dataset in BENCHMARK_METRICS:
+        values = BENCHMARK_METRICS[dataset](gold, probs, builtin)
     else:
         raise AbsaError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASETS)}")
     if declared:                                      # metrics of the registry that bring their computation
@@ -374,7 +376,7 @@ def aggregate_seeds(runs: list[dict[str, float]], dataset: str) -> dict:
         values = np.array([float(r[key]) for r in runs], dtype=np.float64)
         mean[key] = float(values.mean())
         sd[key] = float(values.std(ddof=1)) if len(values) > 1 else NAN
-    if dataset == "semeval":
+    if get(dataset).f1_of_means:
         mp, mr = mean["aspect_p"], mean["aspect_r"]
         mean[F1_OF_MEANS] = 2 * mp * mr / (mp + mr) if mp + mr else 0.0     # nan stays nan
         sd[F1_OF_MEANS] = NAN

@@ -27,7 +27,8 @@ import yaml
 from absa_lib.checks import is_kind
 from absa_lib.errors import AbsaError
 from absa_lib.fileio import atomic_write_bytes
-from absa_lib.paths import repo_root
+from absa_lib.paths import from_root, repo_root
+from absa_lib.training.records.layout import run_folders
 
 PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
 PARTS = ("tables", "ablations", "other")    # a profile's grids (absa grid --part): notebooks 02-03, 04, 06
@@ -261,3 +262,20 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def check_runs_to_draw(runs_dir: str | Path, profile: str) -> None:
+    """A profile that trains nothing (``allow_training: false``, e.g. render) draws every table and figure
+    from the finished runs in ``runs_dir``: with none there (an empty folder, a typo, the notebooks'
+    own default), it would write empty tables over the committed ones. Refused in one line, and the
+    folder is not created."""
+    runs = from_root(runs_dir).resolve()
+    if not runs.is_dir():
+        why = "no such folder"
+    elif not any(complete for _, complete in run_folders(runs)):
+        why = "no finished run records in it"
+    else:
+        return
+    raise AbsaError(f"runs_dir {runs}: {why}; profile {profile} trains nothing (allow_training: false), so its "
+                    "tables and figures would be empty and would replace the committed ones. Give runs_dir the "
+                    "folder of the records (results/reference/runs), or run a profile that trains")

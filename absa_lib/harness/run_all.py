@@ -48,7 +48,7 @@ from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
-from absa_lib.harness.profiles import PROFILES, notebook_parameters, read_profile_file
+from absa_lib.harness.profiles import PROFILES, check_runs_to_draw, notebook_parameters, read_profile_file
 from absa_lib.paths import repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
@@ -527,10 +527,8 @@ def run(argv: list[str], python: str) -> int:
     say("\n".join(lines))
     if not ok:
         return 1
-    if not params.get("allow_training"):        # it draws from records only: refused now when there are none
-        from absa_lib.harness.session import check_runs_to_draw
-
-        try:
+    if not params.get("allow_training") and notebook_parameters().get("runs_dir"):   # it draws from records only:
+        try:                                                                           # none there, refused now
             if "runs_dir" not in params:
                 raise AbsaError(f"profile {profile} trains nothing (allow_training: false) and names no runs_dir to draw "
                                 "its tables from; add runs_dir (e.g. results/reference/runs) to it")

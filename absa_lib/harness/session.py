@@ -27,10 +27,10 @@ from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.harness import manifest
 from absa_lib.harness.colab import INSTALL_CELL_NAMES
 from absa_lib.harness.grid import train_base
-from absa_lib.harness.profiles import check_profile, check_values, notebook_parameters
-from absa_lib.paths import repo_root
+from absa_lib.harness.profiles import check_profile, check_runs_to_draw, check_values, notebook_parameters
+from absa_lib.paths import from_root
 from absa_lib.training.config import check_field_values, epochs_text
-from absa_lib.training.records import RunFolder, run_folders
+from absa_lib.training.records import RunFolder
 
 
 @dataclass
@@ -149,28 +149,9 @@ def one_line_errors() -> None:
                          shell.showtraceback((etype, value, tb), exception_only=True))
 
 
-def check_runs_to_draw(runs_dir: str | Path, profile: str) -> None:
-    """A profile that trains nothing (``allow_training: false``, e.g. render) draws every table and figure
-    from the finished runs in ``runs_dir``: with none there (an empty folder, a typo, the notebooks'
-    own default), it would write empty tables over the committed ones. Refused in one line, and the
-    folder is not created."""
-    runs = resolve_dir(runs_dir, create=False)
-    if not runs.is_dir():
-        why = "no such folder"
-    elif not any(complete for _, complete in run_folders(runs)):
-        why = "no finished run records in it"
-    else:
-        return
-    raise AbsaError(f"runs_dir {runs}: {why}; profile {profile} trains nothing (allow_training: false), so its "
-                    "tables and figures would be empty and would replace the committed ones. Give runs_dir the "
-                    "folder of the records (results/reference/runs), or run a profile that trains")
-
-
 def resolve_dir(path: str | Path, create: bool = True) -> Path:
     """An absolute folder: relative paths are taken from the repository root (else the cwd)."""
-    p = Path(path).expanduser()
-    if not p.is_absolute():
-        p = (repo_root() or Path.cwd()) / p
+    p = from_root(path)
     if create:
         p.mkdir(parents=True, exist_ok=True)
     return p.resolve()

@@ -35,7 +35,7 @@ def data_statistics(stats: dict) -> pd.DataFrame:
     """One row per (dataset, split) from :func:`absa_lib.data.datasets.stats`: sentences, (sentence, target)
     groups, two-target sentences (SentiHood) and examples."""
     rows = [{"dataset": ds, "split": split, "sentences": s["sentences"], "groups": s["groups"],
-             "two-target sentences": s["groups"] - s["sentences"] if ds == "sentihood" else None,
+             "two-target sentences": s["groups"] - s["sentences"] if D.get(ds).targets else None,
              "examples": s["examples"]} for ds, splits in stats.items() for split, s in splits.items()]
     df = pd.DataFrame(rows)
     df["two-target sentences"] = df["two-target sentences"].astype("Int64")
@@ -85,7 +85,7 @@ def context_table() -> pd.DataFrame:
     """Every context id with its target, aspect and NLI-M auxiliary sentence."""
     rows = []
     for ds in D.DATASETS:
-        for target in (D.TARGETS if ds == "sentihood" else (None,)):
+        for target in D.targets_of(ds):
             for aspect in D.ASPECTS[ds]:
                 rows.append({"dataset": ds, "context_id": D.context_id(ds, target, aspect), "target": target,
                              "aspect": aspect, "NLI-M auxiliary sentence": auxiliary_sentence(ds, "NLI-M", target, aspect)})

@@ -42,13 +42,6 @@ from absa_lib.training.records import Run, write_export_record
 
 CARD = "README.md"
 LIBRARY = "absa-companion"   # the card's library_name: the package that loads the folder
-DATA = {   # where each benchmark comes from and whose terms apply (the files carry no licence of their own)
-    "sentihood": ("SentiHood (Saeidi et al. 2016), as distributed by Sun et al. (2019), "
-                  "https://github.com/HSLCY/ABSA-BERT-pair; no licence is given for the data: the original "
-                  "dataset's terms apply"),
-    "semeval": ("SemEval-2014 Task 4, restaurants (Pontiki et al. 2014), as distributed by Sun et al. (2019), "
-                "https://github.com/HSLCY/ABSA-BERT-pair; the terms are those of the META-SHARE distribution"),
-}
 BACKBONE_NOTE = {
     "tiny": "The backbone is the tiny random BERT the tests use: this is a test model, and its numbers mean nothing.",
     "minilm": ("The backbone is all-MiniLM-L6-v2 (6 layers, 22M parameters, trained for sentence embeddings), "
@@ -64,7 +57,7 @@ def _paper_row(config: dict):
 
 def card_text(run: Run, data_dir=None) -> str:
     """The model card of ``run`` (Markdown with YAML metadata)."""
-    config, dataset = run.config, run.config.dataset
+    config, dataset, data = run.config, run.config.dataset, D.get(run.config.dataset)
     dev, test = run.selected("dev_best"), run.selected("test_best")
     columns = metric_columns(dataset)
     row = _paper_row(config)
@@ -93,8 +86,8 @@ def card_text(run: Run, data_dir=None) -> str:
              f"| run | `{run.run_id}` (a hash of the configuration, the data files' checksums and the backbone) |",
              f"| selected epoch | {dev['epoch']} of {config.epochs}, by dev {run.metrics.selection_metric} |", "",
              "## Data", "",
-             DATA.get(dataset, f"your own dataset `{dataset}` (its scheme and files' checksums are in the run's "
-                      "config.json); its terms are yours to state"), "",
+             D.get(dataset).source or (f"your own dataset `{dataset}` (its scheme and files' checksums are in the "
+                                       "run's config.json); its terms are yours to state"), "",
              "## Training", "",
              f"{budget_text(config)}; seed {config.seed}. Trained on "
              f"{run.env.device_name or 'an unrecorded machine'}.", "",
@@ -117,11 +110,11 @@ def card_text(run: Run, data_dir=None) -> str:
         lines.append(f"| {trivial_name} | {cells(values)} |")
     lines += ["", "## Intended use and limits", "",
               "Research on targeted aspect-based sentiment analysis of English reviews: the sentiment (or absence) "
-              "of each aspect" + (" for each target location" if dataset == "sentihood" else "") + " of a sentence.",
+              "of each aspect" + (" for each target location" if data.masked_targets else "") + " of a sentence.",
               "It knows only the aspects and labels it was trained on, in the domain of its data "
-              + ("(London neighbourhoods, from Yahoo! Answers); mask the locations as LOCATION1 / LOCATION2 "
-                 "(`absa predict --locations`) as its training text was" if dataset == "sentihood" else
-                 "(restaurant reviews)" if dataset == "semeval" else "(your own data)") + ".",
+              f"({data.domain or 'your own data'})" + ("; mask the locations as LOCATION1 / LOCATION2 (`absa predict "
+                                                       "--locations`) as its training text was" if data.masked_targets
+                                                       else "") + ".",
               "It is not a general sentiment model and was not evaluated for fairness or on other domains.", ""]
     if config.backbone in BACKBONE_NOTE:
         lines += [BACKBONE_NOTE[config.backbone], ""]
@@ -173,9 +166,8 @@ def install_command(repository: str | None = None) -> str:
 def example_sentence(dataset: str) -> str:
     """A sentence the card's example can predict: SentiHood's masks, a SemEval review, or one naming your
     own dataset's first target (predict_text refuses a text that names none)."""
-    fixed = {"sentihood": "LOCATION1 is lovely but pricey", "semeval": "The pasta was great but the waiter was rude"}
-    if dataset in fixed:
-        return fixed[dataset]
+    if D.get(dataset).example:
+        return D.get(dataset).example
     target = D.targets_of(dataset)[0]
     return f"The {target} is great" if target else "a review sentence"
 

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from absa_lib.data import datasets as D
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.metrics import table_metrics
 
 # (metric key in the run records, column title, decimals the paper prints): the columns of each paper table,
 # as :data:`absa_lib.evaluation.metrics.REGISTRY` declares them (the tables read it live: metric_columns)
-METRICS = {dataset: tuple((m.key, m.title, m.decimals) for m in table_metrics(dataset))
-           for dataset in ("sentihood", "semeval")}
+METRICS = {dataset: tuple((m.key, m.title, m.decimals) for m in table_metrics(dataset)) for dataset in D.DATASETS}
 METRIC_TITLES = {key: title for metrics in METRICS.values() for key, title, _ in metrics}
 """The tables' column titles of the metrics (``aspect_strict_acc`` -> ``Strict Acc``), for labels."""
-TITLES = {"sentihood": "Table 1: SentiHood (TABSA), test set",
-          "semeval": "Table 2: SemEval-2014 Task 4 (ABSA), test set"}
-DATASET_NAMES = {"sentihood": "SentiHood", "semeval": "SemEval-2014"}
-"""How tables and figures name a dataset key."""
+TITLES = {dataset: D.get(dataset).paper_table for dataset in D.DATASETS}
+DATASET_NAMES = D.TITLES
+"""How tables and figures name a dataset key (its record's title)."""
 
 
 

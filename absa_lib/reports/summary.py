@@ -147,7 +147,7 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
     columns = metric_columns(dataset)
     title = DATASET_NAMES.get(dataset, dataset)
     lines = [f"# {title}: test set, %, mean ± sd over seeds"
-             + (" (F1 from the mean P and R, as the paper)" if dataset == "semeval" else ""), ""]
+             + (" (F1 from the mean P and R, as the paper)" if D.get(dataset).f1_of_means else ""), ""]
     ours, trivial = df[df["source"] == OURS], df[df["source"] == TRIVIAL]
     for protocol in dict.fromkeys(ours["selection"]):
         block = ours[ours["selection"] == protocol]

@@ -94,7 +94,7 @@ def aggregate_metrics(dataset: str, per_run: list[dict]) -> dict[str, tuple[floa
     if not per_run:
         return {key: (math.nan, math.nan) for key, _, _ in columns}
     agg = aggregate_seeds(per_run, dataset)
-    if dataset == "semeval":
+    if D.get(dataset).f1_of_means:
         agg["mean"]["aspect_f1"], agg["sd"]["aspect_f1"] = agg["mean"][F1_OF_MEANS], agg["sd"][F1_OF_MEANS]
     return {key: (100.0 * agg["mean"][key], 100.0 * agg["sd"][key]) for key, _, _ in columns}
 
@@ -398,7 +398,7 @@ def to_markdown(df: pd.DataFrame, dataset: str, protocols: tuple[str, ...] = PRO
              "`reported` rows show the paper's numbers only; `not run` rows have no run yet; `trivial` rows are "
              "constant predictors scored on the same test set (the floor of each metric). "
              + ("SemEval F1 is computed from the mean P and mean R, as the paper does (so it has no sd). "
-                if dataset == "semeval" else ""), ""]
+                if D.get(dataset).f1_of_means else ""), ""]
     metrics = metric_columns(dataset)
     for protocol in protocols:
         lines += [f"## Selection: {PROTOCOL_LABELS[protocol]}", ""]

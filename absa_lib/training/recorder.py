@@ -83,10 +83,10 @@ class EpochRecorder:
             books.partial = state.get("partial")
             if scaler is not None and "grad_scaler" in state:
                 scaler.load_state_dict(state["grad_scaler"])
-            books.kept = resumed(path, run_id, books.epoch, kept)
+            books.kept = resumed(RunFolder(path).kept, run_id, books.epoch, kept)
             books._check_resumable()
             if books.epochs:                           # what the finished record names (a kill before it lost it)
-                books.kept_entry = write_kept(path, books.kept)
+                books.kept_entry = write_kept(RunFolder(path).kept, books.kept)
             where = f" and batch {books.partial['batches']} of epoch {books.partial['epoch']}" if books.partial else ""
             print(f"[absa] resuming {path} after epoch {books.epoch}{where}", file=sys.stderr)
         if not launch.keep_resume_state:            # it would not be kept current: none rather than a stale one
@@ -148,7 +148,7 @@ class EpochRecorder:
         selected = select_epochs(self.epochs, metric)
         dev_best, test_best = selected["dev_best"]["epoch"], selected["test_best"]["epoch"]
         self.kept.keep_only({"dev": {dev_best}, "test": {dev_best, test_best}})
-        self.kept_entry = write_kept(self.path, self.kept)
+        self.kept_entry = write_kept(self.folder.kept, self.kept)
         self.epoch = epoch
         if self.launch.keep_resume_state:
             save_checkpoint(self.last, model, self.path.name, epoch, optimizer, self.trainer_state())

@@ -27,35 +27,22 @@ Every file is written atomically (:mod:`absa_lib.fileio`), so a killed process l
 file or the new one, and ``complete`` is written last.
 """
 
-from absa_lib.training.records.layout import (
-    EXPORT_RECORD,
-    KEPT_RECORD_FILES,
-    RECORD_FILES,
-    RunFolder,
-    run_folders,
-)
-from absa_lib.training.records.store import (
-    ExportedModel,
-    Run,
-    find_runs,
-    load_model_folder,
-    load_run,
-    recorded_cost,
-    unfinished_progress,
-    write_config,
-    write_env,
-    write_export_record,
-    write_metrics,
-)
-from absa_lib.training.records.typed import (
-    ExportRecord,
-    RunConfig,
-    RunEnv,
-    RunMetrics,
-    epoch_seconds,
-    select_epochs,
-)
+import importlib
 
-__all__ = ["EXPORT_RECORD", "KEPT_RECORD_FILES", "RECORD_FILES", "ExportRecord", "ExportedModel", "Run", "RunConfig",
-           "RunEnv", "RunFolder", "RunMetrics", "epoch_seconds", "find_runs", "load_model_folder", "load_run", "recorded_cost", "run_folders",
-           "select_epochs", "unfinished_progress", "write_config", "write_env", "write_export_record", "write_metrics"]
+_API = {  # name: the module of this package that defines it, imported when first asked for (the run_all
+    # driver reads the layout alone, without torch)
+    **dict.fromkeys(("EXPORT_RECORD", "KEPT_FILE", "KEPT_RECORD_FILES", "RECORD_FILES", "RunFolder", "run_folders"),
+                    "layout"),
+    **dict.fromkeys(("ExportRecord", "RunConfig", "RunEnv", "RunMetrics", "epoch_seconds", "select_epochs"), "typed"),
+    **dict.fromkeys(("ExportedModel", "Run", "find_runs", "load_model_folder", "load_run", "recorded_cost",
+                     "unfinished_progress", "write_config", "write_env", "write_export_record", "write_metrics"), "store"),
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
+    globals()[name] = value
+    return value

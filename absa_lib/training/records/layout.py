@@ -11,7 +11,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from absa_lib.evaluation.kept import KEPT_FILE
 from absa_lib.fileio import read_json
 
 CONFIG = "config.json"        # the TrainConfig, its run id and the rest of its identity (RunConfig)
@@ -20,6 +19,7 @@ ENV = "env.json"              # the machine and the versions (RunEnv)
 LOCK = ".lock"                # held by the one process training the run
 CHECKPOINTS = "checkpoints"   # best/ (the dev-selected weights) and last/ (the resume state); not for git
 CURVE = "curve.png"           # the training curve, drawn by the callers (absa_lib.reports.plots)
+KEPT_FILE = "predictions.npz"  # the kept per-example predictions (their format: absa_lib.evaluation.kept)
 
 RECORD_FILES = (CONFIG, METRICS, ENV)       # a run's record, what results/ keeps (no weights)
 KEPT_RECORD_FILES = (*RECORD_FILES, KEPT_FILE)   # with its kept predictions, when it has them

@@ -75,7 +75,7 @@ class Run:
         """The run's kept per-example predictions, checked against its metrics record; None for a run
         that kept none (trained before runs kept them)."""
         entry = self.metrics.predictions
-        return None if entry is None else read_kept(self.path, entry, self.run_id, self.folder.metrics)
+        return None if entry is None else read_kept(self.folder.kept, entry, self.run_id, self.folder.metrics)
 
     def kept_probs(self, protocol: str = "dev_best", split: str = "test") -> np.ndarray | None:
         """(N, C) probabilities of ``split`` at the epoch ``protocol`` selects, from the kept

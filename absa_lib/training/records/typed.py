@@ -24,7 +24,7 @@ from absa_lib.data.own_data import register_scheme, scheme_from_dict
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.kept import check_entry
 from absa_lib.training.config import TrainConfig, config_hash
-from absa_lib.training.records.layout import EXPORT_RECORD
+from absa_lib.training.records.layout import EXPORT_RECORD, KEPT_FILE
 from absa_lib.training.records.upgrade import RECORD_EXTRAS, config_fields, config_identity, env_fields
 
 CONFIG_FIX = "restore the file, or train the run again with `absa train ... --force`"
@@ -202,7 +202,7 @@ class RunMetrics:
                         raise AbsaError(f"{where}: epoch {i}, {split} {key} is {v!r}, expected a fraction in [0, 1] "
                                         f"(or NaN: undefined); {METRICS_FIX}")
         if "predictions" in metrics:
-            check_entry(metrics["predictions"], where, n_epochs)
+            check_entry(metrics["predictions"], where, n_epochs, KEPT_FILE)
         try:
             again, recorded = select_epochs(epochs, sel_metric), dict(metrics["selection"])
         except (KeyError, TypeError, ValueError) as err:
