@@ -13,6 +13,8 @@ import pytest
 
 from absa_lib.apply import predict_text
 from absa_lib.cli import main
+from absa_lib.harness.profiles import load_profile
+from absa_lib.harness.runner import profile_cells  # imported before the model is registered
 from absa_lib.models import registry
 from absa_lib.models.absa_model import AbsaModel
 from absa_lib.reports import paper_numbers
@@ -99,6 +101,8 @@ def test_a_table_row_is_a_paper_row_that_names_it(runs_dir):
         ours = df[(df["model"] == row.name) & (df["source"] == "ours")]
         assert len(ours) == 2 and (ours["n_seeds"] == 2).all()                   # one row per protocol
         assert f"| {row.name} |" in to_markdown(df, "sentihood")
+        cells = profile_cells(load_profile("smoke"), ("tables",))          # and a training profile trains it
+        assert any(c.config.model == NAME and c.config.dataset == "sentihood" for c in cells)
 
 
 def test_no_test_file_keeps_a_list_of_the_model_names():
