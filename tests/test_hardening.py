@@ -61,3 +61,78 @@ def test_compare_prints_no_verdict_for_identical_differences():
     assert table["verdict"].iloc[0] == "undecided: 3 identical differences (+1.0 each), no spread to test"
     assert table["seeds"].iloc[0] == "42 43 44"
     assert "no spread to test" in to_text(table, runs, shifted, "dev_best")
+
+
+def test_a_notebooks_figures_do_not_depend_on_the_callers_matplotlib_backend(tmp_path, monkeypatch):
+    """``MPLBACKEND=Agg`` where run_all.sh is started (the tests set it) no longer strips the figures from
+    the executed notebooks: the kernel gets no MPLBACKEND and shows them inline."""
+    import json
+    import sys
+
+    import nbformat
+
+    from absa_lib.harness import run_all
+
+    pytest.importorskip("papermill")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1], [1, 0]);")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    source, executed = tmp_path / "00_fig.ipynb", tmp_path / "out" / "00_fig.ipynb"
+    executed.parent.mkdir()
+    source.write_text(nbformat.writes(nb), encoding="utf-8")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    command = [sys.executable, "-m", "papermill", str(source), str(executed), "-k", "python3", "--cwd", str(tmp_path),
+               "--no-progress-bar", "--start-timeout", "120"]
+    assert run_all.run_notebook("00_fig", command, profile="render", params={}, out=executed.parent, root=tmp_path,
+                                executed=executed, render_to=None)
+    outputs = json.loads(executed.read_text(encoding="utf-8"))["cells"][0]["outputs"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert run_all.notebook_env("scripts")["MPLBACKEND"] == "Agg" and "MPLBACKEND" not in run_all.notebook_env("papermill")
+
+
+def test_a_profile_file_that_is_a_folder_is_named_a_folder(tmp_path):
+    from absa_lib.errors import AbsaError
+    from absa_lib.harness.profiles import read_profile_file
+
+    (tmp_path / "mine.yaml").mkdir()
+    with pytest.raises(AbsaError, match=r"mine.yaml: a folder, not a profile file; give the path of a .yaml profile"):
+        read_profile_file(tmp_path / "mine.yaml")
+
+
+def test_a_notebook_without_its_paired_script_or_the_other_way_is_named(tmp_path):
+    """A missing ``.ipynb`` left its notebook out of the run, silently; a missing ``.py`` was found late."""
+    from absa_lib.errors import AbsaError
+    from absa_lib.harness.run_all import notebook_names
+
+    (tmp_path / "notebooks").mkdir()
+    for name in ("01_a.ipynb", "01_a.py", "02_b.py"):
+        (tmp_path / "notebooks" / name).write_text("")
+    with pytest.raises(AbsaError, match=r"notebooks/02_b.ipynb: missing beside notebooks/02_b.py; restore it"):
+        notebook_names(tmp_path)
+    (tmp_path / "notebooks" / "02_b.ipynb").write_text("")
+    (tmp_path / "notebooks" / "03_c.ipynb").write_text("")
+    with pytest.raises(AbsaError, match=r"notebooks/03_c.py: missing beside notebooks/03_c.ipynb"):
+        notebook_names(tmp_path)
+    (tmp_path / "notebooks" / "03_c.py").write_text("")
+    assert notebook_names(tmp_path) == ["01_a", "02_b", "03_c"]
+
+
+@pytest.mark.parametrize(("name", "value", "needle"), [
+    ("n_hist_examples", "0", "n_hist_examples is 0, expected a whole number of examples, 1 or more"),
+    ("num_threads", "-1", "num_threads is -1, expected a number of threads"),
+    ("datasets", "[foo]", "datasets is ['foo'], expected a non-empty list of sentihood and semeval"),
+    ("ablation_dataset", "foo", "ablation_dataset is 'foo', expected one of sentihood and semeval"),
+    ("seeds", "[]", "seeds is [], expected one seed or more"),
+    ("seeds", "[42, 42]", "seeds is [42, 42], expected each seed once"),
+    ("epochs", "0", "epochs is 0, expected"),
+    ("runs_dir", "~nosuchuser89/runs", "runs_dir is '~nosuchuser89/runs', expected a folder's path; its ~user names no")])
+def test_a_parameter_out_of_range_is_refused_before_any_notebook_runs(name, value, needle):
+    """As the driver reads ``-p`` (and a profile file); a notebook's setup cell refuses the same."""
+    from absa_lib.errors import AbsaError
+    from absa_lib.harness.profiles import check_ranges, with_changes
+
+    with pytest.raises(AbsaError, match=re.escape(f"-p {name} {value}: {needle}")):
+        with_changes(ROOT / "params" / "render.yaml", ["-p", name, value])
+    import yaml
+    with pytest.raises(AbsaError, match=re.escape(f"05_figures: parameter: {needle}")):
+        check_ranges({name: yaml.safe_load(value)}, "05_figures: parameter")

@@ -27,9 +27,9 @@ from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.harness import manifest
 from absa_lib.harness.colab import INSTALL_CELL_NAMES
 from absa_lib.harness.grid import train_base
-from absa_lib.harness.profiles import check_profile, check_values, notebook_parameters
+from absa_lib.harness.profiles import check_profile, check_ranges, check_values, notebook_parameters
 from absa_lib.paths import repo_root
-from absa_lib.training.config import check_field_values, epochs_text
+from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder, run_folders
 
 
@@ -101,9 +101,7 @@ def setup(notebook: str, namespace: dict) -> Session:
     except AbsaError as err:                        # papermill -p seeds '[7]' passes the text '[7]'
         raise AbsaError(f"{err} (papermill's -p passes text: give lists and mappings as YAML with -y, "
                         "e.g. -y '{seeds: [7]}')") from None
-    check_field_values(params, f"{notebook}: parameter")         # epochs -1: here, not in the cell that trains
-    if isinstance(params.get("train_options"), dict):
-        check_field_values(params["train_options"], f"{notebook}: parameter train_options")
+    check_ranges(params, f"{notebook}: parameter")       # epochs -1, n_hist_examples 0: here, not in a later cell
     changed = check_profile(params["profile"], params)
     set_threads(params.get("num_threads", 0))
 
