@@ -99,6 +99,62 @@ def test_a_profile_file_that_is_a_folder_is_named_a_folder(tmp_path):
         read_profile_file(tmp_path / "mine.yaml")
 
 
+@pytest.fixture
+def runs(tiny_run, tmp_path) -> Path:
+    """A copy of a runs folder holding the session's finished tiny run."""
+    import shutil
+
+    trained = tiny_run()
+    shutil.copytree(trained.parents[2], tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+def _run_of(runs: Path) -> Path:
+    from absa_lib.training.records import run_folders
+
+    return run_folders(runs)[0][0]
+
+
+def test_a_run_folder_without_its_config_record_is_named_not_left_out(runs, capsys, refused):
+    """It was invisible: summary and compare counted the runs beside it and said nothing of it."""
+    import shutil
+
+    from absa_lib.cli import main
+    from absa_lib.training.records import RunFolder
+
+    run = _run_of(runs)
+    shutil.copytree(run, run.parent / "copy")
+    RunFolder(run.parent / "copy").config.unlink()
+    assert main(["summary", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert f"Not counted, no config record:\n- {run.parent / 'copy'}: holds metrics.json but no config.json" in out
+    main(["compare", str(runs), str(runs)])
+    assert f"[compare] not counted: {run.parent / 'copy'}: holds metrics.json but no config.json" in capsys.readouterr().err
+    RunFolder(run).config.unlink()                         # none left that can be counted
+    refused(["summary", str(runs)], "no run can be counted", "holds metrics.json but no config.json", "restore its")
+
+
+def test_a_killed_exports_staging_folder_and_an_export_are_not_runs(runs, capsys):
+    """A killed export leaves ``.NAME.*.partial`` (a model's config.json in it): summary listed it as a run
+    to resume."""
+    import shutil
+
+    from absa_lib.cli import main
+    from absa_lib.training.records import run_folders
+
+    run = _run_of(runs)
+    partial = runs / ".model.x1y2.partial"
+    partial.mkdir()
+    (partial / "config.json").write_text("{}")
+    assert main(["export", str(run), str(runs / "exported")]) == 0
+    shutil.copytree(runs / "exported", runs / "exported2")
+    capsys.readouterr()
+    assert [f for f, _ in run_folders(runs)] == [run]
+    assert main(["summary", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "Not counted" not in out and "partial" not in out and "exported" not in out
+
+
 def test_a_notebook_without_its_paired_script_or_the_other_way_is_named(tmp_path):
     """A missing ``.ipynb`` left its notebook out of the run, silently; a missing ``.py`` was found late."""
     from absa_lib.errors import AbsaError

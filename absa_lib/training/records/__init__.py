@@ -32,6 +32,7 @@ from absa_lib.training.records.layout import (
     KEPT_RECORD_FILES,
     RECORD_FILES,
     RunFolder,
+    headless_folders,
     run_folders,
 )
 from absa_lib.training.records.store import (
@@ -57,5 +58,5 @@ from absa_lib.training.records.typed import (
 )
 
 __all__ = ["EXPORT_RECORD", "KEPT_RECORD_FILES", "RECORD_FILES", "ExportRecord", "ExportedModel", "Run", "RunConfig",
-           "RunEnv", "RunFolder", "RunMetrics", "epoch_seconds", "find_runs", "load_model_folder", "load_run", "recorded_cost", "run_folders",
+           "RunEnv", "RunFolder", "RunMetrics", "epoch_seconds", "find_runs", "headless_folders", "load_model_folder", "load_run", "recorded_cost", "run_folders",
            "select_epochs", "unfinished_progress", "write_config", "write_env", "write_export_record", "write_metrics"]
