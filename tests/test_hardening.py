@@ -155,6 +155,32 @@ def test_a_killed_exports_staging_folder_and_an_export_are_not_runs(runs, capsys
     assert "Not counted" not in out and "partial" not in out and "exported" not in out
 
 
+def test_export_onto_a_full_disk_says_so_not_a_damaged_checkpoint(runs, tmp_path, monkeypatch, refused):
+    """safetensors reports a full disk as its own error, which was taken for a damaged checkpoint."""
+    import transformers.modeling_utils as mu
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space '
+                              'left on device" })')
+    monkeypatch.setattr(mu, "safe_save_file", full)
+    line = refused(["export", str(_run_of(runs)), str(tmp_path / "out")], "out: the export could not be written",
+                   "No space left on device", "Free some space")
+    assert "damaged" not in line
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_a_dangling_link_where_a_data_folder_should_be_is_named(tmp_path):
+    from absa_lib.errors import AbsaError
+    from absa_lib.paths import ensure_writable
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sentihood").symlink_to(tmp_path / "gone")
+    with pytest.raises(AbsaError, match=r"sentihood is a symbolic link to .*gone, which does not exist; create that "
+                                        r"folder or remove the link; fix it"):
+        ensure_writable(tmp_path / "data" / "sentihood", "fix it")
+
+
 def test_a_notebook_without_its_paired_script_or_the_other_way_is_named(tmp_path):
     """A missing ``.ipynb`` left its notebook out of the run, silently; a missing ``.py`` was found late."""
     from absa_lib.errors import AbsaError
