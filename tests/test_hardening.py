@@ -207,6 +207,7 @@ def test_a_notebook_without_its_paired_script_or_the_other_way_is_named(tmp_path
     ("seeds", "[]", "seeds is [], expected one seed or more"),
     ("seeds", "[42, 42]", "seeds is [42, 42], expected each seed once"),
     ("epochs", "0", "epochs is 0, expected"),
+    ("backbone", "nope", "backbone is 'nope', expected one of bert-base-uncased, minilm, bert-base-random, tiny, or a"),
     ("runs_dir", "~nosuchuser89/runs", "runs_dir is '~nosuchuser89/runs', expected a folder's path; its ~user names no")])
 def test_a_parameter_out_of_range_is_refused_before_any_notebook_runs(name, value, needle):
     """As the driver reads ``-p`` (and a profile file); a notebook's setup cell refuses the same."""

@@ -131,6 +131,7 @@ def check_ranges(params: dict, source: str) -> None:
     TrainConfig field as a TrainConfig checks it (``epochs: 0``), and the notebooks' own parameters
     (``n_hist_examples: 0``, ``num_threads: -1``, ``datasets: [foo]``, ``seeds: []``), so that a profile
     or a ``-p`` change is refused before any notebook runs, not by a cell in the middle of one."""
+    from absa_lib.models.backbones import BACKBONES
     from absa_lib.training.config import check_field_values
 
     check_field_values({k: v for k, v in params.items() if k != "train_options"}, source)
@@ -149,6 +150,9 @@ def check_ranges(params: dict, source: str) -> None:
             Path(folder).expanduser()
         except RuntimeError:                        # ~nosuchuser/...: no home folder to expand it to
             refuse(name, "a folder's path; its ~user names no user here (give the path in full)")
+    backbone = params.get("backbone")
+    if isinstance(backbone, str) and backbone not in BACKBONES and "/" not in backbone and not Path(backbone).is_dir():
+        refuse("backbone", f"one of {', '.join(BACKBONES)}, or a model folder's path")
     for name in ("n_hist_examples",):
         if is_kind(params.get(name), int) and params[name] < 1:
             refuse(name, "a whole number of examples, 1 or more")
