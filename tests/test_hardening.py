@@ -219,3 +219,21 @@ def test_a_parameter_out_of_range_is_refused_before_any_notebook_runs(name, valu
     import yaml
     with pytest.raises(AbsaError, match=re.escape(f"05_figures: parameter: {needle}")):
         check_ranges({name: yaml.safe_load(value)}, "05_figures: parameter")
+
+
+def test_a_file_where_the_results_folder_should_be_is_refused_before_any_notebook_runs(tmp_path, monkeypatch, capsys):
+    """It ended in notebook 01's fourth cell as FileExistsError: [Errno 17] File exists."""
+    from absa_lib.errors import AbsaError
+    from absa_lib.harness import run_all, session
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: pytest.fail("the data step ran"))
+    for name, value in {**run_all.OWN_ENV, **run_all.OFFLINE_ENV}.items():    # what the driver sets, undone after
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ROOT)
+    assert run_all.run(["render", "-p", "results_dir", str(tmp_path / "afile")], "python") == 2
+    assert capsys.readouterr().err.strip() == (f"[run_all] error: results_dir: cannot write in {tmp_path / 'afile'}: "
+                                               f"{tmp_path / 'afile'} is a file, not a folder; give results_dir a "
+                                               "folder you can write to (-p results_dir FOLDER)")
+    with pytest.raises(AbsaError, match="afile/figures: .*afile is a file, not a folder; give the parameter a folder"):
+        session.resolve_dir(tmp_path / "afile" / "figures")

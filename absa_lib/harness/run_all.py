@@ -49,7 +49,7 @@ from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, notebook_parameters, read_profile_file
-from absa_lib.paths import repo_root, resolve_data_dir
+from absa_lib.paths import ensure_writable, repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -542,6 +542,12 @@ def run(argv: list[str], python: str) -> int:
     if missing:
         raise AbsaError(f"params/{profile}.yaml: sets no {', '.join(missing)} (where the notebooks write)")
     results, figures = params["results_dir"], params["figures_dir"]
+    for name in ("results_dir", "figures_dir"):   # a file in the way: refused now, not in a notebook's setup cell
+        try:
+            ensure_writable(_resolve(params[name], top), f"give {name} a folder you can write to (-p {name} FOLDER)")
+        except AbsaError as err:
+            say(f"[run_all] error: {name}: {err}")
+            return 2
     started = int(time.time())
     # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
     # notebook and every cell of a grid reads them

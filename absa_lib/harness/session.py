@@ -28,7 +28,7 @@ from absa_lib.harness import manifest
 from absa_lib.harness.colab import INSTALL_CELL_NAMES
 from absa_lib.harness.grid import train_base
 from absa_lib.harness.profiles import check_profile, check_ranges, check_values, notebook_parameters
-from absa_lib.paths import repo_root
+from absa_lib.paths import ensure_writable, repo_root
 from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder, run_folders
 
@@ -169,8 +169,8 @@ def resolve_dir(path: str | Path, create: bool = True) -> Path:
     p = Path(path).expanduser()
     if not p.is_absolute():
         p = (repo_root() or Path.cwd()) / p
-    if create:
-        p.mkdir(parents=True, exist_ok=True)
+    if create:                                     # a file in the way is named, with the fix (not "File exists")
+        ensure_writable(p, "give the parameter a folder you can write to")
     return p.resolve()
 
 
