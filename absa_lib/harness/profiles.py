@@ -27,7 +27,9 @@ import yaml
 from absa_lib.checks import is_kind
 from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes
+from absa_lib.models.backbones import BACKBONES
 from absa_lib.paths import repo_root
+from absa_lib.training.config import check_field_values
 
 PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
 PARTS = ("tables", "ablations", "other")    # a profile's grids (absa grid --part): notebooks 02-03, 04, 06
@@ -131,9 +133,6 @@ def check_ranges(params: dict, source: str) -> None:
     TrainConfig field as a TrainConfig checks it (``epochs: 0``), and the notebooks' own parameters
     (``n_hist_examples: 0``, ``num_threads: -1``, ``datasets: [foo]``, ``seeds: []``), so that a profile
     or a ``-p`` change is refused before any notebook runs, not by a cell in the middle of one."""
-    from absa_lib.models.backbones import BACKBONES
-    from absa_lib.training.config import check_field_values
-
     check_field_values({k: v for k, v in params.items() if k != "train_options"}, source)
     if isinstance(params.get("train_options"), dict):
         check_field_values(params["train_options"], source if source.startswith("-p ") else f"{source} train_options")

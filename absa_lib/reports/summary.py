@@ -40,7 +40,14 @@ from absa_lib.reports.tables import (
     trivial_values,
 )
 from absa_lib.training.config import describe
-from absa_lib.training.records import Run, RunConfig, find_runs, headless_folders, run_folders, unfinished_progress
+from absa_lib.training.records import (
+    Run,
+    RunConfig,
+    find_runs,
+    headless_folders,
+    run_folders,
+    unfinished_progress,
+)
 
 NOT_SHARED = ("seed", "run_id")
 """The fields in which runs of one row may differ."""
