@@ -64,6 +64,12 @@ def ensure_writable(folder: Path, fix: str) -> Path:
         Path(folder).mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as err:
+        for p in (Path(folder), *Path(folder).parents):          # "File exists" names neither what nor where
+            if p.is_symlink() and not p.exists():
+                raise AbsaError(f"cannot write in {folder}: {p} is a symbolic link to {os.readlink(p)}, which does not "
+                                f"exist; create that folder or remove the link; {fix}") from None
+            if p.exists() and not p.is_dir():
+                raise AbsaError(f"cannot write in {folder}: {p} is a file, not a folder; {fix}") from None
         where = f"{err.filename}: " if err.filename and str(err.filename) != str(folder) else ""
         raise AbsaError(f"cannot write in {folder} ({where}{err.strerror}); {fix}") from None
     return Path(folder)

@@ -683,6 +683,8 @@ def _move_into(reference: Path, runs: list[tuple[Path, Path]], arrays: dict[str,
     and no half-written run (each run folder appears whole or not at all)."""
     staging = reference.parent / f".{reference.name}{STAGING}{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
+    placed: list[Path] = []                       # run folders renamed into the reference so far
+    before: dict[str, bytes | None] = {}          # each array replaced so far: its bytes before (None: new)
     try:
         for src, rel in runs:
             for n in (n for n in KEPT_RECORD_FILES if (src / n).is_file()):
@@ -692,14 +694,51 @@ def _move_into(reference: Path, runs: list[tuple[Path, Path]], arrays: dict[str,
         for _, rel in runs:
             (reference / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).rename(reference / rel)
+            placed.append(rel)
         for name in arrays:
             (reference / name).parent.mkdir(parents=True, exist_ok=True)
+            before[name] = (reference / name).read_bytes() if (reference / name).is_file() else None
             os.replace(staging / name, reference / name)
     except (OSError, AbsaError) as err:
+        left = _undo_move(reference, staging, placed, before, [rel for _, rel in runs])
+        if left:
+            raise AbsaError(f"{reference}: the import could not be written ({one_line(err)}) and could not be undone: "
+                            f"{', '.join(left)} of the bundle are in it; remove them (git checkout/clean under "
+                            f"{reference}), free some space and import it again") from None
         raise AbsaError(f"{reference}: the import could not be written ({one_line(err)}); nothing of the bundle "
                         "was added; free some space and import it again") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _undo_move(reference: Path, staging: Path, placed: list[Path], before: dict[str, bytes | None],
+               runs: list[Path]) -> list[str]:
+    """Take out of ``reference`` what a failed :func:`_move_into` put in (run folders renamed back into
+    ``staging``, arrays restored or removed, the folders made for ``runs`` removed when empty); what could
+    not be taken out, as paths under ``reference``."""
+    left = []
+    for rel in placed:
+        try:
+            (reference / rel).rename(staging / rel)
+        except OSError:
+            left.append(str(rel))
+    for name, data in before.items():
+        try:
+            if data is None:
+                (reference / name).unlink(missing_ok=True)
+            else:
+                atomic_write_bytes(reference / name, data)
+        except OSError:
+            left.append(name)
+    for rel in runs:                              # runs/<dataset>/<model>/, made for them, if now empty
+        for folder in (reference / rel).parents:
+            if folder == reference or reference not in folder.parents:
+                break
+            try:
+                folder.rmdir()
+            except OSError:                       # not empty (other runs), or gone already
+                break
+    return left
 
 
 def _bundle_runs(bundle: Path, staged: Path, files: dict, reference: Path, allow_tiny: bool) -> tuple[list, list]:

@@ -591,3 +591,26 @@ def test_an_import_killed_while_copying_leaves_nothing_the_next_one_keeps(node, 
     (stale / "runs" / "semeval" / "bert-pair" / "0123456789ab").mkdir(parents=True)
     import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
     assert not stale.exists() and len(list(reference.glob("runs/*/*/*"))) == 3
+
+
+def test_an_import_that_fails_after_placing_a_run_takes_it_out_again(node, tmp_path, monkeypatch):
+    """A failure between two runs' renames (the second run's) used to leave the first in the reference
+    while saying nothing of the bundle was added; now the first is taken out again, and that is true."""
+    import pathlib
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    real, into = pathlib.Path.rename, []
+
+    def second_fails(self, target):
+        if reference in pathlib.Path(target).parents:
+            into.append(target)
+            if len(into) == 2:
+                raise OSError(28, "No space left on device", str(target))
+        return real(self, target)
+    monkeypatch.setattr(pathlib.Path, "rename", second_fails)
+    with pytest.raises(AbsaError, match="nothing of the bundle was added"):
+        import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)
+    assert len(into) == 2 and not any(reference.rglob("*")) and not list(tmp_path.glob(".reference.import-*"))
+    monkeypatch.setattr(pathlib.Path, "rename", real)
+    assert len(import_bundle(node["bundle"], reference, allow_tiny=True, log=lambda *_: None)["new"]) == 3

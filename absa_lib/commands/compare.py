@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from absa_lib.commands import parse_overrides, print_json
 
@@ -44,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
         if not Path(folder).is_dir():
             raise AbsaError(f"{side}: {folder}: {'not a folder' if Path(folder).exists() else 'no such folder'}; give "
                             "a folder of runs (a run folder, or any folder above runs)")
+    from absa_lib.reports.summary import headless_lines
+
+    for folder in dict.fromkeys((args.a, args.b)):          # a run that lost its config record is not counted: say so
+        for line in headless_lines(folder):
+            print(f"[compare] not counted: {line}", file=sys.stderr)
     sides = [find_runs(Path(folder), **parse_overrides(filters, option))
              for folder, filters, option in ((args.a, args.a_filter, "--a-filter"), (args.b, args.b_filter, "--b-filter"))]
     for side, folder, filters, runs in (("A", args.a, args.a_filter, sides[0]), ("B", args.b, args.b_filter, sides[1])):

@@ -66,6 +66,12 @@ def undecided(n: int) -> str:
     return f"undecided at {n} seeds"
 
 
+def no_spread(n: int, difference: float) -> str:
+    """The verdict when the ``n`` paired differences are all ``difference``: a t-test has no spread to
+    test against (p is not 0), so nothing is decided."""
+    return f"undecided: {n} identical differences ({difference:+.1f} each), no spread to test"
+
+
 DT = 0.005                   # deepsig's step of the integral over t in (0, 1)
 BOOTSTRAP = 1000             # deepsig's bootstrap iterations
 CONFIDENCE = 0.95            # deepsig's confidence level
@@ -166,8 +172,8 @@ class SeedTest:
         n, mean = len(d), float(np.mean(d))
         sd = float(np.std(d, ddof=1))
         half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-        if sd == 0:                                   # identical differences: no spread to test against
-            p = 1.0 if mean == 0 else 0.0
+        if sd == 0:                                   # identical differences: no spread to test against, so
+            p = 1.0                                   # no evidence (not p = 0; the verdict says why)
         else:
             p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
         return cls(n, mean, sd, mean - half, mean + half, p)
@@ -298,8 +304,12 @@ class Verdict:
         significant = p_adjusted < ALPHA
         a_better = significant and s.mean > 0 and self.eps_a_over_b < TAU and (ci is None or ci[0] > 0)
         b_better = significant and s.mean < 0 and self.eps_b_over_a < TAU and (ci is None or ci[1] < 0)
+        if s.sd == 0:                                   # nothing to test: no verdict
+            a_better = b_better = False
+        verdict = (DECIDED[0] if a_better else DECIDED[1] if b_better else
+                   no_spread(s.n, s.mean) if s.sd == 0 else undecided(s.n))
         return replace(self, p_adjusted=p_adjusted, min_detectable=min_detectable(s.sd, s.n, ALPHA / m),
-                       verdict=DECIDED[0] if a_better else DECIDED[1] if b_better else undecided(s.n))
+                       verdict=verdict)
 
 
 def family(verdicts: list[Verdict]) -> list[Verdict]:

@@ -25,9 +25,11 @@ from pathlib import Path
 import yaml
 
 from absa_lib.checks import is_kind
-from absa_lib.errors import AbsaError
+from absa_lib.errors import AbsaError, one_line
 from absa_lib.fileio import atomic_write_bytes
+from absa_lib.models.backbones import BACKBONES
 from absa_lib.paths import from_root, repo_root
+from absa_lib.training.config import check_field_values
 from absa_lib.training.records.layout import run_folders
 
 PROFILES = ("smoke", "cpu", "gpu", "paper", "render")
@@ -124,6 +126,54 @@ def check_values(params: dict, source: str) -> None:
             raise AbsaError(f"{source}: {name} is {value!r}: {odd[0]!r} is not {one}; expected a list of {many}")
 
 
+BENCHMARKS = ("sentihood", "semeval")        # absa_lib.data.datasets.DATASETS: what the notebooks' tables are of
+
+
+def check_ranges(params: dict, source: str) -> None:
+    """The values of the right type (:func:`check_values`) in range: each of ``params`` that names a
+    TrainConfig field as a TrainConfig checks it (``epochs: 0``), and the notebooks' own parameters
+    (``n_hist_examples: 0``, ``num_threads: -1``, ``datasets: [foo]``, ``seeds: []``), so that a profile
+    or a ``-p`` change is refused before any notebook runs, not by a cell in the middle of one."""
+    check_field_values({k: v for k, v in params.items() if k != "train_options"}, source)
+    if isinstance(params.get("train_options"), dict):
+        check_field_values(params["train_options"], source if source.startswith("-p ") else f"{source} train_options")
+
+    def refuse(name: str, expected: str) -> None:
+        raise AbsaError(f"{source}: {name} is {params[name]!r}, expected {expected}")
+    for name in ("runs_dir", "results_dir", "figures_dir", "reference_dir", "data_dir"):
+        folder = params.get(name)
+        if not isinstance(folder, str):
+            continue
+        if "\0" in folder:
+            refuse(name, "a folder's path (it holds a NUL character)")
+        try:
+            Path(folder).expanduser()
+        except RuntimeError:                        # ~nosuchuser/...: no home folder to expand it to
+            refuse(name, "a folder's path; its ~user names no user here (give the path in full)")
+    backbone = params.get("backbone")
+    if isinstance(backbone, str) and backbone not in BACKBONES and "/" not in backbone and not Path(backbone).is_dir():
+        refuse("backbone", f"one of {', '.join(BACKBONES)}, or a model folder's path")
+    for name in ("n_hist_examples",):
+        if is_kind(params.get(name), int) and params[name] < 1:
+            refuse(name, "a whole number of examples, 1 or more")
+    if is_kind(params.get("num_threads"), int) and params["num_threads"] < 0:
+        refuse("num_threads", "a number of threads, 0 (torch's default) or more")
+    for name in ("datasets", "ablation_dataset"):
+        given = params.get(name)
+        values = given if isinstance(given, list) else [given] if isinstance(given, str) else None
+        if values is not None and (not values or any(v not in BENCHMARKS for v in values)):
+            refuse(name, f"{'one of' if name == 'ablation_dataset' else 'a non-empty list of'} {' and '.join(BENCHMARKS)}")
+    for name in ("seeds", "ablation_seeds"):
+        seeds = params.get(name)
+        if isinstance(seeds, list) and all(is_kind(v, int) for v in seeds):
+            if not seeds:
+                refuse(name, "one seed or more, e.g. [42]")
+            if any(v < 0 for v in seeds):
+                refuse(name, "seeds of 0 or more")
+            if len(set(seeds)) < len(seeds):
+                refuse(name, "each seed once (a seed twice is one run, counted twice)")
+
+
 _NAMES = {"int": ("a whole number", "whole numbers"), "str": ("a string", "strings"),
           "float": ("a number", "numbers"), "bool": ("true or false", "true or false values")}
 
@@ -144,10 +194,16 @@ def notebook_parameters() -> dict[str, list[str]]:
 def read_profile_file(path: Path) -> dict:
     """The parameter values in a profile YAML file."""
     path = Path(path)
+    if path.is_dir():
+        raise AbsaError(f"{path}: a folder, not a profile file; give the path of a .yaml profile file "
+                        "(e.g. params/smoke.yaml) or a profile's name")
     if not path.is_file():
         raise AbsaError(f"{path}: profile file not found")
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError) as err:
+        raise AbsaError(f"{path}: cannot be read as a YAML profile ({one_line(err)}); give a readable .yaml "
+                        "profile file (copy params/smoke.yaml)") from None
     except yaml.YAMLError as err:
         raise AbsaError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
     except RecursionError:                      # '[' * 5000: no profile nests so deep
@@ -160,6 +216,7 @@ def read_profile_file(path: Path) -> dict:
         raise AbsaError(f"{path}: {', '.join(map(str, unknown))}: no notebook has this parameter; expected names "
                         "as in params/smoke.yaml")
     check_values(values, str(path))
+    check_ranges(values, str(path))
     return values
 
 
@@ -237,6 +294,7 @@ def with_changes(path: Path, args: list[str]) -> dict:
         except RecursionError:
             raise AbsaError(f"-p {name}: a value nested too deep to be a parameter") from None
         check_values({name: params[name]}, f"-p {name} {raw}")
+        check_ranges({name: params[name]}, f"-p {name} {raw}")
         i += 3
     return params
 

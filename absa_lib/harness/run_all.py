@@ -49,7 +49,7 @@ from absa_lib.fileio import atomic_write_bytes
 from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, check_runs_to_draw, notebook_parameters, read_profile_file
-from absa_lib.paths import repo_root, resolve_data_dir
+from absa_lib.paths import ensure_writable, repo_root, resolve_data_dir
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -64,8 +64,17 @@ def _root() -> Path:
 
 
 def notebook_names(root: Path | None = None) -> list[str]:
-    """The notebooks ``run_all.sh`` runs, in order: ``notebooks/NN_*.ipynb``."""
-    return sorted(p.stem for p in ((root or _root()) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """The notebooks ``run_all.sh`` runs, in order: ``notebooks/NN_*.ipynb``, each beside its paired
+    script ``NN_*.py`` (one without the other is an error naming it: a notebook would be left out)."""
+    folder = (root or _root()) / "notebooks"
+    pairs = {ext: {p.stem for p in folder.glob(f"[0-9][0-9]_*.{ext}")} for ext in ("ipynb", "py")}
+    for have, lack in (("py", "ipynb"), ("ipynb", "py")):
+        alone = sorted(pairs[have] - pairs[lack])
+        if alone:
+            raise AbsaError(f"notebooks/{alone[0]}.{lack}: missing beside notebooks/{alone[0]}.{have}; restore it "
+                            f"(git checkout notebooks/{alone[0]}.{lack}) or pair them (jupytext --sync "
+                            f"notebooks/{alone[0]}.{have})")
+    return sorted(pairs["ipynb"])
 
 
 def declared_by(notebook: str, names: dict[str, list[str]] | None = None) -> set[str]:
@@ -460,6 +469,17 @@ def notebook_command(python: str, mode: str, top: Path, out: Path, notebook: str
             "--log-output", "--no-progress-bar", "--start-timeout", "120"]
 
 
+def notebook_env(mode: str) -> dict[str, str]:
+    """The environment of a notebook's process: the driver's, but under papermill without
+    ``MPLBACKEND``, which the kernel would take over IPython's inline backend (``MPLBACKEND=Agg``, as the
+    tests set it, leaves every figure out of the executed notebooks); the kernel then sets the inline one.
+    The paired scripts keep it (they draw to files, ``Agg`` when unset)."""
+    env = dict(os.environ)
+    if mode == "papermill":
+        env.pop("MPLBACKEND", None)
+    return env
+
+
 def run_notebook(notebook: str, command: list[str], *, profile: str, params: dict, out: Path, root: Path,
                  executed: Path | None, render_to: Path | None) -> bool:
     """Run one notebook, all its output into ``out/NN_name.log``, and print its line: how long it
@@ -471,7 +491,8 @@ def run_notebook(notebook: str, command: list[str], *, profile: str, params: dic
         stale.unlink(missing_ok=True)                                         # failure's message
     start = time.time()
     with open(log, "wb") as sink:
-        code = _wait(subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT))
+        code = _wait(subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
+                                      env=notebook_env("scripts" if executed is None else "papermill")))
     if code != 0:
         try:
             say("\n".join(failure_lines(notebook, profile, start, log, executed, root, script=executed is None)))
@@ -501,6 +522,7 @@ def run(argv: list[str], python: str) -> int:
     top = _shown_root(root)                       # root as run_all.sh named it: the paths printed and handed on
     os.chdir(top)                                 # relative paths in the profile (results/, figures/) lead here
     mode = notebook_mode()
+    notebook_names(root)                          # a notebook without its paired script: refused before any work
     if profile is None:
         profile = choose_profile(python, root)
     out = top / "executed" / profile              # absolute: papermill opens --stdout-file after --cwd
@@ -520,6 +542,12 @@ def run(argv: list[str], python: str) -> int:
     if missing:
         raise AbsaError(f"params/{profile}.yaml: sets no {', '.join(missing)} (where the notebooks write)")
     results, figures = params["results_dir"], params["figures_dir"]
+    for name in ("results_dir", "figures_dir"):   # a file in the way: refused now, not in a notebook's setup cell
+        try:
+            ensure_writable(_resolve(params[name], top), f"give {name} a folder you can write to (-p {name} FOLDER)")
+        except AbsaError as err:
+            say(f"[run_all] error: {name}: {err}")
+            return 2
     started = int(time.time())
     # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
     # notebook and every cell of a grid reads them

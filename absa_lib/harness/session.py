@@ -27,9 +27,15 @@ from absa_lib.fileio import atomic_write_json, read_json
 from absa_lib.harness import manifest
 from absa_lib.harness.colab import INSTALL_CELL_NAMES
 from absa_lib.harness.grid import train_base
-from absa_lib.harness.profiles import check_profile, check_runs_to_draw, check_values, notebook_parameters
-from absa_lib.paths import from_root
-from absa_lib.training.config import check_field_values, epochs_text
+from absa_lib.harness.profiles import (
+    check_profile,
+    check_ranges,
+    check_runs_to_draw,
+    check_values,
+    notebook_parameters,
+)
+from absa_lib.paths import ensure_writable, from_root
+from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder
 
 
@@ -101,9 +107,7 @@ def setup(notebook: str, namespace: dict) -> Session:
     except AbsaError as err:                        # papermill -p seeds '[7]' passes the text '[7]'
         raise AbsaError(f"{err} (papermill's -p passes text: give lists and mappings as YAML with -y, "
                         "e.g. -y '{seeds: [7]}')") from None
-    check_field_values(params, f"{notebook}: parameter")         # epochs -1: here, not in the cell that trains
-    if isinstance(params.get("train_options"), dict):
-        check_field_values(params["train_options"], f"{notebook}: parameter train_options")
+    check_ranges(params, f"{notebook}: parameter")       # epochs -1, n_hist_examples 0: here, not in a later cell
     changed = check_profile(params["profile"], params)
     set_threads(params.get("num_threads", 0))
 
@@ -152,8 +156,8 @@ def one_line_errors() -> None:
 def resolve_dir(path: str | Path, create: bool = True) -> Path:
     """An absolute folder: relative paths are taken from the repository root (else the cwd)."""
     p = from_root(path)
-    if create:
-        p.mkdir(parents=True, exist_ok=True)
+    if create:                                     # a file in the way is named, with the fix (not "File exists")
+        ensure_writable(p, "give the parameter a folder you can write to")
     return p.resolve()
 
 

@@ -154,6 +154,8 @@ def claims_table(runs: list, floors: dict[str, float], datasets: tuple[str, ...]
                 a, b = ([r for r in side if r.config.seed in seeds] for side in (a, b))
                 compared = compare(a, b, protocol, metrics=(metric,))
                 row = compared.iloc[0]
+                seeds = [int(s) for s in row["seeds"].split()]       # those compared: an undefined metric's seed is not
+                a, b = ([r for r in side if r.config.seed in seeds] for side in (a, b))
                 failed = (_failed(dataset, a, protocol, floors), _failed(dataset, b, protocol, floors))
                 records.append({"source": claim.source, "claim": claim.text, "dataset": dataset,
                                 "budget": names[budget], "paper_budget": a[0].config.epochs == PAPER_EPOCHS,

@@ -90,7 +90,8 @@ def _kept_test_probs(runs: list[Run], protocol: str, seeds: list[int]) -> tuple[
 
 def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", seed: int = 0,
             metrics: tuple[str, ...] | None = None, samples: int = SAMPLES) -> pd.DataFrame:
-    """One row per metric of the dataset's table (or of ``metrics``): ``metric``, ``n_seeds``, ``a`` and ``b`` (means over
+    """One row per metric of the dataset's table (or of ``metrics``): ``metric``, ``n_seeds`` and ``seeds`` (those
+    compared: a seed whose metric is undefined on a side is not), ``a`` and ``b`` (means over
     the seeds, %), ``differences`` (A − B per seed, points), ``mean_difference`` with ``seed_sd`` (the
     differences' sd), ``seed_low`` and ``seed_high`` (its 95% t interval over seeds), ``p`` (the paired t-test) and ``p_adjusted`` (Holm over the metrics compared),
     ``min_detectable`` (the true gain the rule finds 80% of the time at these seeds, on average over what they
@@ -161,7 +162,7 @@ def compare(runs_a: list[Run], runs_b: list[Run], protocol: str = "dev_best", se
         if ci is not None and any(math.isnan(x) for x in ci):
             ci = None
         verdicts.append(Verdict.of([score["a"][s] for s in diffs], [score["b"][s] for s in diffs], seed, ci))
-        rows.append({"metric": key, "n_seeds": len(diffs),
+        rows.append({"metric": key, "n_seeds": len(diffs), "seeds": " ".join(map(str, diffs)),
                      "a": sum(score["a"][s] for s in diffs) / len(diffs),
                      "b": sum(score["b"][s] for s in diffs) / len(diffs),
                      "differences": " ".join(f"{d:+.1f}" for d in diffs.values())})

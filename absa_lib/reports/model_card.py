@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from safetensors import SafetensorError
 
 from absa_lib import _version
 from absa_lib._version import __version__
@@ -212,7 +213,7 @@ def export_run(run: Run, folder: str | Path, data_dir=None) -> Path:
         if folder.is_dir():
             folder.rmdir()                               # empty (checked above); another export's files: refused
         staging.rename(folder)
-    except OSError as err:
+    except (OSError, SafetensorError) as err:          # safetensors' write error (a full disk) is its own type
         shutil.rmtree(staging, ignore_errors=True)
         raise AbsaError(f"{folder}: the export could not be written ({one_line(err)}); nothing was left there. "
                         "Free some space, or give another new folder") from None

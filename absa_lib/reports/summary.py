@@ -40,7 +40,14 @@ from absa_lib.reports.tables import (
     trivial_values,
 )
 from absa_lib.training.config import describe
-from absa_lib.training.records import Run, RunConfig, find_runs, run_folders, unfinished_progress
+from absa_lib.training.records import (
+    Run,
+    RunConfig,
+    find_runs,
+    headless_folders,
+    run_folders,
+    unfinished_progress,
+)
 
 NOT_SHARED = ("seed", "run_id")
 """The fields in which runs of one row may differ."""
@@ -109,6 +116,13 @@ def unfinished_runs(runs_dir: str | Path) -> list[str]:
 
     return [f"{folder} ({done} of {planned} epochs)" for folder, complete in run_folders(runs_dir) if not complete
             for done, planned in [unfinished_progress(folder)]]
+
+
+def headless_lines(runs_dir: str | Path) -> list[str]:
+    """The folders under ``runs_dir`` holding a run's metrics record but no config record, each with its
+    fix: runs nothing can count, named instead of left out silently."""
+    return [f"{folder}: holds metrics.json but no config.json, so it is not a run that can be counted; restore "
+            "its config.json (git, or the copy it came from) or remove the folder" for folder in headless_folders(runs_dir)]
 
 
 def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("dev_best", "test_best"),
@@ -185,6 +199,9 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
                             "dataset name (summarise the other's runs in a second call)")
     runs = list({r.path.resolve(): r for folder in folders for r in find_runs(folder)}.values())
     unfinished = list(dict.fromkeys(u for folder in folders for u in unfinished_runs(folder)))
+    headless = list(dict.fromkeys(h for folder in folders for h in headless_lines(folder)))
+    if not runs and not unfinished and headless:
+        raise AbsaError(f"no run can be counted: {headless[0]}" + (f" (and {len(headless) - 1} more)" if len(headless) > 1 else ""))
     if not runs and not unfinished:
         raise AbsaError(f"{', '.join(map(str, folders))}: no run records below it; give a folder "
                         "that `absa train --out` or `absa grid` wrote to")
@@ -219,5 +236,7 @@ def summarize(runs_dirs, protocols: tuple[str, ...] = ("dev_best", "test_best"),
     if unfinished:
         parts.append("Not counted, still training or stopped (rerun the same command to resume):\n"
                      + "\n".join(f"- {u}" for u in unfinished) + "\n")
+    if headless:
+        parts.append("Not counted, no config record:\n" + "\n".join(f"- {h}" for h in headless) + "\n")
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return "\n".join(parts), frame

@@ -31,7 +31,8 @@ import importlib
 
 _API = {  # name: the module of this package that defines it, imported when first asked for (the run_all
     # driver reads the layout alone, without torch)
-    **dict.fromkeys(("EXPORT_RECORD", "KEPT_FILE", "KEPT_RECORD_FILES", "RECORD_FILES", "RunFolder", "run_folders"),
+    **dict.fromkeys(("EXPORT_RECORD", "KEPT_FILE", "KEPT_RECORD_FILES", "RECORD_FILES", "RunFolder", "headless_folders",
+                     "run_folders"),
                     "layout"),
     **dict.fromkeys(("ExportRecord", "RunConfig", "RunEnv", "RunMetrics", "epoch_seconds", "select_epochs"), "typed"),
     **dict.fromkeys(("ExportedModel", "Run", "find_runs", "load_model_folder", "load_run", "recorded_cost",

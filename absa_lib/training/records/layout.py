@@ -86,21 +86,48 @@ class RunFolder:
         return [self.path / name for name in KEPT_RECORD_FILES if (self.path / name).is_file()]
 
 
-def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
-    """Every run folder under ``runs_dir`` (a run record outside a run's checkpoints), sorted, with
-    whether it is marked complete: what :func:`~absa_lib.training.records.find_runs` loads and what
-    ``absa summary`` lists as unfinished. (A run folder named other than its run id is one too, and
-    :func:`~absa_lib.training.records.load_run` refuses it: a copy is never counted silently.)
-    Symbolic links to folders are followed, each real folder once, so a link back up cannot loop."""
-    found, seen = [], set()
+EXPORT_STAGING = ".partial"
+"""The suffix of the folder ``absa export`` writes into before renaming it into place (``.NAME.*.partial``):
+a killed export leaves one, which is not a run."""
+
+
+def _not_a_run(name: str, files: list[str]) -> bool:
+    """A folder no run lives in, whatever its files: an export's staging folder, or an exported model
+    (its ``config.json`` is the model's, beside :data:`EXPORT_RECORD`)."""
+    return (name.startswith(".") and name.endswith(EXPORT_STAGING)) or EXPORT_RECORD in files
+
+
+def _walk(runs_dir: str | os.PathLike):
+    """``(folder, files)`` under ``runs_dir`` outside checkpoints and export folders, links followed,
+    each real folder once (a link back up cannot loop)."""
+    seen = set()
     for root, dirs, files in os.walk(runs_dir, followlinks=True):
         real = os.path.realpath(root)
         if real in seen:                                  # reached again through a link: once is enough
             dirs[:] = []
             continue
         seen.add(real)
-        dirs[:] = [d for d in dirs if d != CHECKPOINTS]   # a checkpoint's config.json is not a run's
-        if CONFIG in files:
-            found.append(Path(root))
+        dirs[:] = [d for d in dirs if d != CHECKPOINTS and not (d.startswith(".") and d.endswith(EXPORT_STAGING))]
+        if _not_a_run(Path(root).name, files):
+            dirs[:] = []
+            continue
+        yield Path(root), files
+
+
+def headless_folders(runs_dir: str | os.PathLike) -> list[Path]:
+    """Folders under ``runs_dir`` that hold a metrics record but no config record: a run whose
+    ``config.json`` was lost, which :func:`run_folders` cannot count (what callers name as not counted)."""
+    return sorted(folder for folder, files in _walk(runs_dir) if METRICS in files and CONFIG not in files)
+
+
+def run_folders(runs_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
+    """Every run folder under ``runs_dir`` (a run record outside a run's checkpoints), sorted, with
+    whether it is marked complete: what :func:`~absa_lib.training.records.find_runs` loads and what
+    ``absa summary`` lists as unfinished. (A run folder named other than its run id is one too, and
+    :func:`~absa_lib.training.records.load_run` refuses it: a copy is never counted silently.)
+    Symbolic links to folders are followed, each real folder once, so a link back up cannot loop; an
+    exported model's folder and a killed export's staging folder are not runs."""
+    found = [folder for folder, files in _walk(runs_dir) if CONFIG in files]   # a checkpoint's or an
+                                                                                 # export's is not a run's
     found.sort(key=lambda folder: str(folder / CONFIG))
     return [(folder, RunFolder(folder).marked_complete()) for folder in found]
