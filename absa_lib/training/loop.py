@@ -31,6 +31,7 @@ from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
+from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
@@ -87,7 +88,7 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             s.books.record(row, probs, s.model, s.optimizer)
             if progress:
                 _say_epoch(config, row, s.books.sel_metric)
-        return s.books.finish()
+        return s.books.finish(floor_record(config.dataset, s.train_labels, [e.label_id for e in s.splits["test"][0]]))
 
 
 def _cached(path: Path, launch: Launch) -> Run:
@@ -114,6 +115,7 @@ class _Session:
     pad_id: int
     pad_to: int                                          # batches padded to a multiple of it (compiled steps)
     train_enc: list[Encoded]
+    train_labels: list[int]                              # the training examples' labels (the trivial floor's)
     splits: dict[str, tuple[list, list[Encoded]]]       # dev and test: (examples, encoded)
     total_steps: int
     launch: Launch                                       # resume state kept? launched by a grid when?
@@ -153,6 +155,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),
                     optimizer=optimizer, scaler=scaler, device=device, pad_id=tokenizer.pad_token_id or 0,
                     pad_to=pad_multiple(config.compile, routing, config.max_length), train_enc=train_enc,
+                    train_labels=[e.label_id for e in train_ex],
                     splits=splits, total_steps=steps_per_epoch * config.epochs, launch=launch, books=books)
 
 
