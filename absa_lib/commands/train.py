@@ -125,6 +125,6 @@ def run(args: argparse.Namespace) -> int:
                "test_best (official protocol: selected on test)": result.selected("test_best")}
     print_json(summary)
     if (level := result.metrics.at_trivial_level()) is not None:     # the last line: the run did not learn
-        print(f"[absa] {result.path}: {level}: this run learned nothing the floor does not know; train longer, "
-              "or with a higher --lr or --head-lr-mult", file=sys.stderr, flush=True)
+        print(f"[absa] {result.path}: {level}: a constant answer does as well; more data, more epochs or a higher "
+              "--head-lr-mult may help", file=sys.stderr, flush=True)
     return 0
