@@ -12,10 +12,8 @@ from functools import partial
 import pytest
 
 from absa_lib.errors import AbsaError
-from absa_lib.reports.plots import save_run_curve
-from absa_lib.training import checkpoint
+from absa_lib.training import checkpoint, recorder
 from absa_lib.training import loop as training
-from absa_lib.training import recorder
 from absa_lib.training.records import RunFolder, load_run
 
 pytestmark = pytest.mark.usefixtures("real_data_dir")
