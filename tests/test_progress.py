@@ -16,7 +16,7 @@ import torch
 from absa_lib.errors import AbsaError
 from absa_lib.harness.run_all import OWN_ENV
 from absa_lib.training import progress
-from absa_lib.training.progress import EpochProgress, progress_mode
+from absa_lib.training.progress import EpochProgress, EvalProgress, progress_mode
 
 
 class _Terminal(io.StringIO):
@@ -101,8 +101,10 @@ def test_absa_progress_chooses_and_run_all_chooses_lines(place, monkeypatch):
 
 
 def _session(total_steps: int = 6, step: int = 0):
+    """The loop's session as progress reads it; its evaluation probe: 1,000 inputs at 100 inputs/s."""
     return SimpleNamespace(config=SimpleNamespace(batch_size=4, epochs=2), total_steps=total_steps,
-                           books=SimpleNamespace(step=step), estimate_said=False)
+                           books=SimpleNamespace(step=step), estimate_said=False,
+                           probe_evaluation=lambda: (1000, 100.0, 64, 0.0))
 
 
 def test_without_a_terminal_the_epoch_is_shown_in_lines(place):
@@ -117,6 +119,9 @@ def test_without_a_terminal_the_epoch_is_shown_in_lines(place):
     lines = err.getvalue().splitlines()
     assert len(lines) == 2, lines                  # the estimate, then the epoch's end (LOG_SECONDS not reached)
     assert "examples/s over the first 3 batches: the run's 3 batches left take about" in lines[0]
+    # the estimate counts the run's evaluations too: 2 epochs of 1,000 inputs at 100/s
+    assert lines[0].endswith("and its 2 evaluations of 1,000 dev and test inputs about 20 s at 100.0 inputs/s "
+                             "(timed on 64 of them): about 20 s in all")
     assert lines[1].startswith("[absa] epoch 1/2 batch 3/3 loss 0.5000, ") and "examples/s, epoch left" in lines[1]
     assert s.estimate_said                          # said once per process: the next epoch does not repeat it
 
@@ -131,6 +136,45 @@ def test_lines_come_at_most_every_log_seconds(place, monkeypatch):
         bar.update(torch.tensor(0.25))
     assert [ln.split(" loss")[0] for ln in err.getvalue().splitlines()] == ["[absa] epoch 2/2 batch 2/3",
                                                                              "[absa] epoch 2/2 batch 3/3"]
+
+
+def test_evaluation_is_shown_in_lines_with_its_speed(place, monkeypatch):
+    err = place(tty=False)
+    shown = EvalProgress(True, "epoch 1/2 dev", 300)
+    for _ in range(3):
+        shown.update(100)
+    shown.close()
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[absa] epoch 1/2 dev: 300 examples evaluated in ")
+    assert lines[0].endswith(" examples/s")
+    err.truncate(0), err.seek(0)
+    monkeypatch.setattr(EvalProgress, "LOG_SECONDS", 0.0)     # a long split: a line at most every LOG_SECONDS
+    shown = EvalProgress(True, "epoch 2/2 test", 300, "inputs")
+    for _ in range(3):
+        shown.update(100)
+    shown.close()
+    assert [ln.split(",")[0].split(" evaluated")[0] for ln in err.getvalue().splitlines()] == [
+        "[absa] epoch 2/2 test: 100/300 inputs", "[absa] epoch 2/2 test: 200/300 inputs",
+        "[absa] epoch 2/2 test: 300 inputs"]
+    quiet = EvalProgress(False, "epoch 1/2 dev", 300)
+    quiet.update(300)
+    quiet.close()
+    assert quiet.mode == "off" and len(err.getvalue().splitlines()) == 3
+
+
+def test_a_run_shows_its_evaluation_and_counts_it_in_its_estimate(place, tiny_config, tmp_path):
+    from absa_lib.training.loop import train
+
+    err = place(tty=False)
+    run = train(tiny_config(epochs=2), runs_dir=tmp_path)
+    lines = err.getvalue().splitlines()
+    estimate = next(ln for ln in lines if "batches left take about" in ln)
+    assert "and its 2 evaluations of 40 dev and test inputs about" in estimate      # 20 dev + 20 test examples
+    for epoch in (1, 2):
+        for split in ("dev", "test"):
+            assert any(ln.startswith(f"[absa] epoch {epoch}/2 {split}: 20 examples evaluated in ") for ln in lines)
+    assert any(ln.startswith("[absa] epoch 1/2 loss ") and "s evaluation; about " in ln for ln in lines)
+    assert run.metrics.epochs[0]["eval_seconds"] > 0
 
 
 def test_quiet_shows_nothing(place):

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -123,4 +124,7 @@ def run(args: argparse.Namespace) -> int:
                "dev_best": result.selected("dev_best"),
                "test_best (official protocol: selected on test)": result.selected("test_best")}
     print_json(summary)
+    if (level := result.metrics.at_trivial_level()) is not None:     # the last line: the run did not learn
+        print(f"[absa] {result.path}: {level}: a constant answer does as well; more data, more epochs or a higher "
+              "--head-lr-mult may help", file=sys.stderr, flush=True)
     return 0

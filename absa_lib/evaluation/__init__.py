@@ -8,6 +8,7 @@ analyses behind Figures 3-5.
     analysis     gradient sensitivity, context signals and attention components (Figures 3-5)
     explain      why a prediction: each word's share of the gradient sensitivity, a head's attention
     kept         the per-example predictions a run keeps (the probabilities its metrics came from)
+    trivial      the trivial predictors (all-None, majority polarity), the floor a run must beat
     significance whether a difference is real: the t-test over seeds, Holm, ASO, the bootstrap over
                  test sentences, the verdict rule and its minimum detectable difference
 """

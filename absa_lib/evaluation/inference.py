@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -40,8 +41,9 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device, labels: bool
 
 @torch.inference_mode()
 def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: int = 0,
-                  precision: str = "fp32") -> np.ndarray:
-    """Softmax probabilities (N, C) of the model's outputs, in input order."""
+                  precision: str = "fp32", on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    """Softmax probabilities (N, C) of the model's outputs, in input order; ``on_batch(n)`` is called
+    after each batch of ``n`` inputs (progress)."""
     model.eval()
     device = next(model.parameters()).device
     precision = resolve_precision(precision, device)
@@ -51,6 +53,8 @@ def predict_probs(model, encoded: list[Encoded], batch_size: int = 64, pad_id: i
             logits = model(**to_device(batch, device, labels=False)).logits
         for i, row in zip(idx, torch.softmax(logits.float(), dim=-1).cpu().numpy(), strict=True):
             out[i] = row
+        if on_batch is not None:
+            on_batch(len(idx))
     return np.stack(out)
 
 

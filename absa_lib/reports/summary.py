@@ -130,7 +130,9 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
     """One row per (configuration, protocol) of ``dataset``'s runs, then the ``trivial`` predictors
     (:func:`absa_lib.reports.tables.trivial_baselines`). Columns: ``row``, ``source`` (``ours`` or
     ``trivial``), ``selection``, ``n_seeds``, ``seeds``, ``epochs_chosen`` (the selected epoch of each
-    seed), ``budget``, ``budget_text``, ``device``, ``run_ids``, then ``<m>`` and ``<m>_sd`` (%)."""
+    seed), ``budget``, ``budget_text``, ``device``, ``run_ids``, then ``<m>`` and ``<m>_sd`` (%); and,
+    only where a row has one, ``not_recorded`` and ``trivial_level`` (seeds no better than the trivial
+    floor their records keep)."""
     for p in protocols:
         if p not in PROTOCOL_LABELS:
             raise AbsaError(f"selection {p!r}: expected one of {', '.join(PROTOCOL_LABELS)}")
@@ -142,7 +144,7 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
                             "seeds": " ".join(str(r.config.seed) for r in group),
                             "epochs_chosen": " ".join(str(r.selected(protocol)["epoch"]) for r in group),
                             **budget_columns(group), "run_ids": run_ids(group), "no_aspect_seeds": no_aspect,
-                            **cells})
+                            **cells, **_trivial_level(group, protocol)})
     for name, metrics in (trivial or {}).items():
         records.append({"row": name, "source": TRIVIAL, "selection": "", "n_seeds": 0, "seeds": "",
                         "epochs_chosen": "", **budget_columns([]), "run_ids": "",
@@ -152,7 +154,27 @@ def summary_table(dataset: str, runs: list[Run], protocols: tuple[str, ...] = ("
     cols += [c for key, _, _ in metric_columns(dataset) for c in (key, f"{key}_sd")]
     if any(rec.get("not_recorded") for rec in records):     # only then: a summary of complete records is as before
         cols.append("not_recorded")
+    if any(rec.get("trivial_level") for rec in records):    # likewise
+        cols.append("trivial_level")
     return pd.DataFrame.from_records(records, columns=cols)
+
+
+def _trivial_level(runs: list[Run], protocol: str) -> dict:
+    """``{"trivial_level": "seed 42: <why>; ..."}`` for the seeds of ``runs`` whose epoch ``protocol``
+    selects is no better than the trivial floor their records keep
+    (:meth:`~absa_lib.training.records.RunMetrics.at_trivial_level`); ``{}`` when there are none."""
+    levels = [f"seed {r.config.seed}: {level}" for r in runs
+              if (level := r.metrics.at_trivial_level(protocol)) is not None]
+    return {"trivial_level": "; ".join(levels)} if levels else {}
+
+
+def trivial_level_footnotes(df: pd.DataFrame) -> list[str]:
+    """One line per row of ``df`` whose column ``trivial_level`` (:func:`_trivial_level`) names seeds no
+    better than the best trivial predictor (the column is there only when a row does)."""
+    if "trivial_level" not in df:
+        return []
+    return [f"\n_{rec['row']}: no better than the best trivial predictor, {rec['trivial_level']}._"
+            for rec in df.to_dict("records") if isinstance(rec["trivial_level"], str) and rec["trivial_level"]]
 
 
 def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> str:
@@ -173,6 +195,7 @@ def summary_markdown(df: pd.DataFrame, dataset: str, trivial_note: str = "") -> 
             cells += [format_cell(rec[k], rec[f"{k}_sd"], dec) for k, _, dec in columns]
             lines.append("| " + " | ".join(cells) + " |")
         lines += budget_footnotes(block) + no_aspect_footnotes(block, "row") + not_recorded_footnotes(block, "row")
+        lines += trivial_level_footnotes(block)
         lines += [""]
     if trivial_note:
         lines += [f"_{trivial_note}_", ""]

@@ -36,11 +36,11 @@ from absa_lib.evaluation.metrics import (
     F1_OF_MEANS,
     NOT_RECORDED,
     aggregate_seeds,
-    compute_metrics,
     recall_metric,
     selection_metric,
     table_metrics,
 )
+from absa_lib.evaluation.trivial import trivial_floor, trivial_predictors  # noqa: F401 (trivial_floor: the notebooks')
 from absa_lib.fileio import atomic_write_bytes
 from absa_lib.reports import PROTOCOL_LABELS
 from absa_lib.reports.paper_numbers import TITLES, PaperRow, paper_rows
@@ -148,30 +148,16 @@ def budget_labels(configs: list[RunConfig]) -> dict[tuple, str]:
 
 
 def trivial_baselines(dataset: str, data_dir=None, max_eval_examples: int | None = None) -> dict[str, dict]:
-    """Metrics of the two trivial predictors on the test set, the floor beside every table:
-
-    - all-None: every (target,) aspect predicted absent;
-    - majority polarity: every aspect predicted present with the polarity most frequent in training.
+    """Metrics of the two trivial predictors (:func:`absa_lib.evaluation.trivial.trivial_predictors`:
+    all-None, majority polarity in training) on the test set, the floor beside every table.
 
     ``max_eval_examples``: score them on the test examples that runs with this budget are scored on
     (:func:`absa_lib.data.datasets.eval_subset`; None: all), so that the floor and the rows share a test set.
 
     Returns ``{row name: metrics}`` (fractions, as :func:`absa_lib.evaluation.metrics.compute_metrics`)."""
-    import numpy as np
-
-
-    labels, none = D.LABELS[dataset], D.none_id(dataset)
     train = [e.label_id for e in D.load_examples(dataset, "train", data_dir=data_dir)]
     test = D.eval_subset(D.load_examples(dataset, "test", data_dir=data_dir), dataset, max_eval_examples)
-    gold = np.array([e.label_id for e in test])
-    majority = int(np.argmax(np.bincount([y for y in train if y != none], minlength=len(labels))))
-    out = {}
-    for name, label in ((f"All-{labels[none]} (trivial)", none),
-                        (f"Majority polarity: {labels[majority]} (trivial)", majority)):
-        probs = np.zeros((len(gold), len(labels)))
-        probs[:, label] = 1.0
-        out[name] = compute_metrics(dataset, gold, probs)
-    return out
+    return trivial_predictors(dataset, train, [e.label_id for e in test])
 
 
 def shared_eval_subset(dataset: str, runs: list) -> int | None:
@@ -185,16 +171,6 @@ def trivial_baselines_of(dataset: str, runs: list, data_dir=None) -> dict[str, d
     """:func:`trivial_baselines` on the test examples that ``runs`` (of ``dataset``) were scored on
     (:func:`shared_eval_subset`): the trivial rows of a table of those runs."""
     return trivial_baselines(dataset, data_dir, shared_eval_subset(dataset, runs))
-
-
-def trivial_floor(dataset: str, trivial: dict[str, dict]) -> tuple[str, float]:
-    """The best of the trivial predictors ``trivial`` (:func:`trivial_baselines` of ``dataset``) on
-    the dataset's selection metric, ``(row name, value in %)``: the floor a figure of that metric
-    draws."""
-
-    metric = selection_metric(dataset)
-    name, metrics = max(trivial.items(), key=lambda item: item[1][metric])
-    return name, 100 * metrics[metric]
 
 
 def budget_text(config: RunConfig) -> str:

@@ -31,15 +31,16 @@ from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
 from absa_lib.evaluation.metrics import compute_metrics, selection_metric
+from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
 from absa_lib.training.optim import build_optimizer, lr_factor
-from absa_lib.training.progress import EpochProgress
+from absa_lib.training.progress import EpochProgress, EvalProgress
 from absa_lib.training.recorder import EpochRecorder
 from absa_lib.training.records import Run, RunFolder, load_run, write_config, write_env
-from absa_lib.training.runs import Launch, claimed_run_folder, collect_env
+from absa_lib.training.runs import Launch, claimed_run_folder, collect_env, duration_text
 from absa_lib.training.splits import epoch_batches, prepare_split
 
 
@@ -82,12 +83,12 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             row = _train_epoch(s, epoch, progress)
             if startup is not None:              # this process's first epoch: what came before it
                 row["startup_seconds"], startup = startup, None
-            probs = _evaluate(s, row)
+            probs = _evaluate(s, row, progress)
             row.update(_joint_task_weights(s.model, config, s.splits["dev"][0], probs["dev"]))  # joint-dwa: updated
             s.books.record(row, probs, s.model, s.optimizer)
             if progress:
                 _say_epoch(config, row, s.books.sel_metric)
-        return s.books.finish()
+        return s.books.finish(floor_record(config.dataset, s.train_labels, [e.label_id for e in s.splits["test"][0]]))
 
 
 def _cached(path: Path, launch: Launch) -> Run:
@@ -114,11 +115,26 @@ class _Session:
     pad_id: int
     pad_to: int                                          # batches padded to a multiple of it (compiled steps)
     train_enc: list[Encoded]
+    train_labels: list[int]                              # the training examples' labels (the trivial floor's)
     splits: dict[str, tuple[list, list[Encoded]]]       # dev and test: (examples, encoded)
     total_steps: int
     launch: Launch                                       # resume state kept? launched by a grid when?
     books: EpochRecorder                                 # the epochs so far, the selection, the resume state
     estimate_said: bool = False                          # the whole run's time estimate, printed once
+
+    def probe_evaluation(self) -> tuple[int, float, int, float]:
+        """``(inputs, inputs/s, probed, seconds)``: the dev and test inputs one evaluation reads, and the
+        speed of inference timed on ``probed`` of them (two evaluation batches, every k-th input, so
+        that their lengths are the splits'), which took ``seconds``: for the run's time estimate. No
+        random state is drawn; the model is left in training mode."""
+        encoded = [e for _, enc in self.splits.values() for e in enc]
+        size = min(len(encoded), 2 * self.config.eval_batch_size)
+        sample = encoded[::max(1, len(encoded) // max(size, 1))][:size]
+        t0 = time.time()
+        predict_probs(self.model, sample, self.config.eval_batch_size, self.pad_id, self.config.precision)
+        took = time.time() - t0
+        self.model.train()
+        return len(encoded), len(sample) / max(took, 1e-9), len(sample), took
 
     @cached_property
     def params(self) -> list[torch.nn.Parameter]:
@@ -153,6 +169,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),
                     optimizer=optimizer, scaler=scaler, device=device, pad_id=tokenizer.pad_token_id or 0,
                     pad_to=pad_multiple(config.compile, routing, config.max_length), train_enc=train_enc,
+                    train_labels=[e.label_id for e in train_ex],
                     splits=splits, total_steps=steps_per_epoch * config.epochs, launch=launch, books=books)
 
 
@@ -210,13 +227,17 @@ def _step_loss(s: _Session, batch: dict) -> torch.Tensor:
                         "compile none (absa train --compile none, or train_options: {compile: none})") from None
 
 
-def _evaluate(s: _Session, row: dict) -> dict[str, np.ndarray]:
-    """The epoch's dev and test metrics into ``row`` (and the seconds they took); returns the class
+def _evaluate(s: _Session, row: dict, progress: bool = False) -> dict[str, np.ndarray]:
+    """The epoch's dev and test metrics into ``row`` (and the seconds they took), each split's
+    inference shown (:class:`~absa_lib.training.progress.EvalProgress`); returns the class
     probabilities per split, ``{split: [n_examples, n_classes]}``."""
     config, t0, probs = s.config, time.time(), {}
     for split, (examples, enc) in s.splits.items():
+        shown = EvalProgress(progress, f"epoch {row['epoch']}/{config.epochs} {split}", len(enc),
+                             "examples" if len(enc) == len(examples) else "inputs")
         probs[split] = class_probabilities(config.dataset, config.aux, predict_probs(
-            s.model, enc, config.eval_batch_size, s.pad_id, config.precision))
+            s.model, enc, config.eval_batch_size, s.pad_id, config.precision, on_batch=shown.update))
+        shown.close()
         row[split] = compute_metrics(config.dataset, np.array([e.label_id for e in examples]), probs[split])
     row["eval_seconds"] = time.time() - t0
     return probs
@@ -243,10 +264,14 @@ def _joint_task_weights(model: torch.nn.Module, config: TrainConfig, dev_example
 
 
 def _say_epoch(config: TrainConfig, row: dict, metric: str) -> None:
-    """The epoch's line: loss, dev and test selection metric, seconds (and graphs compiled)."""
+    """The epoch's line: loss, dev and test selection metric, seconds of training and of evaluation
+    (and graphs compiled), and the run's time left at this epoch's pace."""
+    left = config.epochs - row["epoch"]
+    pace = f"; about {duration_text(left * (row['seconds'] + row['eval_seconds']))} left" if left else ""
     print(f"[absa] epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} "
           f"dev {metric} {row['dev'][metric]:.4f} test {row['test'][metric]:.4f} "
-          f"({row['seconds']:.0f}s{_compiled_graphs(config)})", file=sys.stderr, flush=True)
+          f"({row['seconds']:.0f}s + {row['eval_seconds']:.0f}s evaluation{_compiled_graphs(config)}{pace})",
+          file=sys.stderr, flush=True)
 
 
 def _compiled_graphs(config: TrainConfig) -> str:

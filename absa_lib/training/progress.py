@@ -1,6 +1,7 @@
 """What a person waiting on a training run sees, wherever its output goes.
 
-An epoch's progress is shown one of three ways (:func:`progress_mode` picks it):
+An epoch's training (:class:`EpochProgress`) and its dev and test evaluation (:class:`EvalProgress`)
+are shown one of three ways (:func:`progress_mode` picks it):
 
 - ``notebook``: tqdm's notebook bar (an ipywidgets widget), in a Jupyter kernel that a front end
   (JupyterLab, Notebook, VS Code, Colab) is running, when the kernel has ipywidgets that tqdm can draw
@@ -97,35 +98,20 @@ def _tell_once(key: str, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-class EpochProgress:
-    """One epoch's progress, shown as :func:`progress_mode` says: a bar (examples, examples/s, time left
-    in the epoch, the loss) or a line at most every :data:`LOG_SECONDS` and at the epoch's end. Both say,
-    once the first :data:`SPEED_BATCHES` batches have run, how long the whole run will take at that speed.
+class _Shown:
+    """A bar in ``notebook`` or ``terminal`` mode (``bar``), else None; ``say`` writes a line under it."""
 
-    ``s`` is the training loop's session: its ``config`` (``batch_size``, ``epochs``), ``total_steps``,
-    ``books.step`` and ``estimate_said`` (the estimate is said once per process) are read.
-    """
-
-    LOG_SECONDS = 60.0
-    SPEED_BATCHES = 20
-
-    def __init__(self, enabled: bool, s, epoch: int, total: int, done: int = 0):
+    def __init__(self, enabled: bool, total: int, initial: int, desc: str, unit: str):
         self.enabled = enabled
         self.mode = progress_mode() if enabled else "off"
-        self.s, self.total, self.n, self.first = s, total, done, done
-        self.desc = f"epoch {epoch}/{s.config.epochs}"
-        self.t0 = self.logged = time.time()
-        self.estimated = s.estimate_said
         self.bar = None
         if self.mode in ("notebook", "terminal"):
             if self.mode == "notebook":
                 from tqdm.notebook import tqdm
             else:
                 from tqdm.std import tqdm
-            batch = s.config.batch_size
             try:
-                self.bar = tqdm(total=total * batch, initial=done * batch, desc=self.desc, unit="ex", leave=False,
-                                file=sys.stderr)
+                self.bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False, file=sys.stderr)
             except ImportError:                    # the notebook bar's widget failed after all: lines, told once
                 _tell_once("ipywidgets", NO_WIDGETS)
                 self.mode = "lines"
@@ -136,6 +122,49 @@ class EpochProgress:
         else:
             print(line, file=sys.stderr, flush=True)
 
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class EpochProgress(_Shown):
+    """One epoch's progress, shown as :func:`progress_mode` says: a bar (examples, examples/s, time left
+    in the epoch, the loss) or a line at most every :data:`LOG_SECONDS` and at the epoch's end. Both say,
+    once the first :data:`SPEED_BATCHES` batches have run, how long the whole run will take: its batches
+    left at that speed, and its evaluations left at the inference speed ``s.probe_evaluation()`` times
+    on a sample of the dev and test inputs then.
+
+    ``s`` is the training loop's session: its ``config`` (``batch_size``, ``epochs``), ``total_steps``,
+    ``books.step`` and ``estimate_said`` (the estimate is said once per process) are read, and its
+    ``probe_evaluation()`` called: ``(inputs one evaluation reads, inputs/s, inputs timed, seconds it took)``.
+    """
+
+    LOG_SECONDS = 60.0
+    SPEED_BATCHES = 20
+
+    def __init__(self, enabled: bool, s, epoch: int, total: int, done: int = 0):
+        batch = s.config.batch_size
+        super().__init__(enabled, total * batch, done * batch, f"epoch {epoch}/{s.config.epochs}", "ex")
+        self.s, self.epoch, self.total, self.n, self.first = s, epoch, total, done, done
+        self.desc = f"epoch {epoch}/{s.config.epochs}"
+        self.t0 = self.logged = time.time()
+        self.estimated = s.estimate_said
+
+    def _estimate(self, per_batch: float) -> str:
+        """The run's time left: its batches at ``per_batch`` seconds each, its evaluations (this epoch's
+        on) at the speed the session's probe measures now."""
+        batches_left = self.s.total_steps - self.s.books.step
+        train = batches_left * per_batch
+        inputs, speed, probed, took = self.s.probe_evaluation()
+        self.t0 += took                            # the probe is not the epoch's training
+        evaluations = self.s.config.epochs - self.epoch + 1
+        evaluation = evaluations * inputs / speed
+        return (f"{self.s.config.batch_size / per_batch:.1f} examples/s over the first {self.n - self.first} "
+                f"batches: the run's {batches_left:,} batches left take about {duration_text(train)} at this "
+                f"speed, and its {evaluations} evaluation{'s' if evaluations > 1 else ''} of {inputs:,} dev and "
+                f"test inputs about {duration_text(evaluation)} at {speed:.1f} inputs/s (timed on {probed:,} of "
+                f"them): about {duration_text(train + evaluation)} in all")
+
     def update(self, loss) -> None:
         """One step done; ``loss`` (a tensor) is read (a host sync) only when it is shown."""
         self.n += 1
@@ -145,10 +174,7 @@ class EpochProgress:
         per_batch = (now - self.t0) / (self.n - self.first)
         if not self.estimated and self.n - self.first >= min(self.SPEED_BATCHES, self.total - self.first):
             self.estimated = self.s.estimate_said = True
-            left = (self.s.total_steps - self.s.books.step) * per_batch
-            self._say(f"[absa] {batch / per_batch:.1f} examples/s over the first {self.n - self.first} batches: "
-                      f"the run's {self.s.total_steps - self.s.books.step:,} batches left take about "
-                      f"{duration_text(left)} at this speed, plus evaluation after each epoch")
+            self._say(f"[absa] {self._estimate(per_batch)}")
         if self.bar is not None:
             self.bar.update(batch)
             self.bar.set_postfix(loss=f"{loss.item():.4f}")
@@ -157,6 +183,36 @@ class EpochProgress:
             self._say(f"[absa] {self.desc} batch {self.n}/{self.total} loss {loss.item():.4f}, "
                       f"{batch / per_batch:.1f} examples/s, epoch left {duration_text((self.total - self.n) * per_batch)}")
 
-    def close(self) -> None:
+
+class EvalProgress(_Shown):
+    """One split's evaluation after an epoch (inference over its inputs), shown as :func:`progress_mode`
+    says: a bar (inputs, inputs/s, time left) or a line at most every :data:`LOG_SECONDS` and at its end,
+    with its speed. ``unit``: ``examples``, or ``inputs`` where a model reads several per example."""
+
+    LOG_SECONDS = EpochProgress.LOG_SECONDS
+
+    def __init__(self, enabled: bool, desc: str, total: int, unit: str = "examples"):
+        super().__init__(enabled, total, 0, desc, "ex" if unit == "examples" else "in")
+        self.desc, self.total, self.unit, self.n = desc, total, unit, 0
+        self.t0 = self.logged = time.time()
+
+    def update(self, n: int) -> None:
+        """``n`` more inputs evaluated."""
+        self.n += n
         if self.bar is not None:
-            self.bar.close()
+            self.bar.update(n)
+            return
+        now = time.time()
+        if self.enabled and self.n < self.total and now - self.logged >= self.LOG_SECONDS:
+            self.logged = now
+            speed = self.n / max(now - self.t0, 1e-9)
+            self._say(f"[absa] {self.desc}: {self.n:,}/{self.total:,} {self.unit}, {speed:.1f} {self.unit}/s, "
+                      f"left {duration_text((self.total - self.n) / speed)}")
+
+    def close(self) -> None:
+        """The split's last line: how many inputs, in how long, how fast."""
+        super().close()
+        if self.enabled:
+            took = time.time() - self.t0
+            self._say(f"[absa] {self.desc}: {self.total:,} {self.unit} evaluated in {duration_text(took)}, "
+                      f"{self.total / max(took, 1e-9):.1f} {self.unit}/s")

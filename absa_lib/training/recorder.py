@@ -7,8 +7,9 @@ The loop trains and evaluates; :class:`EpochRecorder` keeps the books (docs/pape
     record    after an epoch's dev and test evaluation: the epoch's row; the dev-best checkpoint
               and ``predictions_{dev,test}.csv`` when it is the best so far; the kept
               predictions of the epochs each protocol selects; the resume state; the metrics record
-    finish    the metrics record marked complete (last: a crash before it leaves the run resumable),
-              then the resume state removed unless ``launch.keep_last``
+    finish    the metrics record marked complete, with the trivial floor on the run's test examples
+              (last: a crash before it leaves the run resumable), then the resume state removed unless
+              ``launch.keep_last``
 
 Every state change is a field of the recorder, written by one of its methods; the trainer state in
 ``checkpoints/last/trainer_state.json`` is :meth:`EpochRecorder.trainer_state`.
@@ -154,11 +155,13 @@ class EpochRecorder:
             save_checkpoint(self.last, model, self.path.name, epoch, optimizer, self.trainer_state())
         write_metrics(self.folder, RunMetrics.of(self.epochs, metric, False, self.kept_entry))
 
-    def finish(self) -> Run:
+    def finish(self, trivial_floor: dict | None = None) -> Run:
         """The metrics record marked complete, the resume state gone (unless kept); the finished run.
-        ``process_seconds``: start-up, epochs and checkpoints, when a grid launched the process."""
+        ``process_seconds``: start-up, epochs and checkpoints, when a grid launched the process;
+        ``trivial_floor``: the best trivial predictor on the run's test examples
+        (:func:`~absa_lib.evaluation.trivial.floor_record`)."""
         write_metrics(self.folder, RunMetrics.of(self.epochs, self.sel_metric, True, self.kept_entry,
-                                                 self.launch.seconds_since_spawned()))
+                                                 self.launch.seconds_since_spawned(), trivial_floor))
         if not self.launch.keep_last:                # nothing resumes a finished run: the resume state goes
             shutil.rmtree(self.last, ignore_errors=True)
         run = load_run(self.path)

@@ -6,6 +6,7 @@ A run lives in ``<runs_dir>/<dataset>/<model>/<run_id>/``::
                            version; load_run checks that the run_id is the hash of the rest
     metrics.json           per epoch: train loss, time, dev and test metrics; the selections
                            (dev_best = default protocol, test_best = the official code's, last);
+                           the best trivial predictor on the run's test examples (trivial_floor);
                            "complete": true only once training has finished
     env.json               Python, torch, transformers, device (GPU name; CPU model and whether it has
                            native bf16), OS, git commit and dirty flag, the first epoch this process

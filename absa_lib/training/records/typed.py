@@ -3,7 +3,8 @@
     RunConfig     config.json    the TrainConfig, its run id (checked to be the hash of the record) and
                                  the rest of its identity; the split sizes
     RunMetrics    metrics.json   a row per epoch, the three selections (checked to be what the epochs
-                                 give), the selection metric, the kept predictions' entry
+                                 give), the selection metric, the kept predictions' entry, the trivial
+                                 floor on the run's test examples
     RunEnv        env.json       the machine and the versions the run trained with
     ExportRecord  absa_export.json   the run record an exported model comes from, its labels and
                                  contexts, the SHA-256 of every file the export wrote
@@ -127,7 +128,9 @@ class RunConfig:
 class RunMetrics:
     """A run's metrics.json: a row per finished epoch (``epoch``, ``train_loss``, ``seconds``,
     ``eval_seconds``, ``dev`` and ``test`` metrics, ...), the epoch each protocol selects, and how the
-    run names its kept predictions (None: it kept none, format 1)."""
+    run names its kept predictions (None: it kept none, format 1), and the best trivial predictor on
+    the run's test examples (``{"predictor", "test"}``, its selection metric as a fraction; None:
+    written before runs recorded it, format 2; :meth:`at_trivial_level`)."""
 
     epochs: list[dict]
     selection: dict                          # {protocol: {"epoch", "dev", "test"}}: dev_best, test_best, last
@@ -135,13 +138,15 @@ class RunMetrics:
     complete: bool
     predictions: dict | None = None
     process_seconds: float | None = None     # the whole process, when a grid launched it
+    trivial_floor: dict | None = None        # {"predictor", "test"}: the best trivial predictor on test
 
     @classmethod
     def of(cls, epochs: list[dict], selection_metric: str, complete: bool, predictions: dict | None = None,
-           process_seconds: float | None = None) -> RunMetrics:
+           process_seconds: float | None = None, trivial_floor: dict | None = None) -> RunMetrics:
         """The record of ``epochs`` so far, with the epochs its protocols select."""
         return cls(epochs=epochs, selection=select_epochs(epochs, selection_metric), selection_metric=selection_metric,
-                   complete=complete, predictions=predictions, process_seconds=process_seconds)
+                   complete=complete, predictions=predictions, process_seconds=process_seconds,
+                   trivial_floor=trivial_floor)
 
     def selected(self, protocol: str, where: Path) -> dict:
         """``{"epoch", "dev", "test"}`` at the epoch ``protocol`` chooses."""
@@ -150,6 +155,21 @@ class RunMetrics:
         except KeyError:
             raise AbsaError(f"{where}: no '{protocol}' selection recorded; expected one of "
                             f"{sorted(self.selection)}") from None
+
+    def at_trivial_level(self, protocol: str = "dev_best") -> str | None:
+        """Why the epoch ``protocol`` selects is no better than the best trivial predictor on the run's
+        test examples (its test selection metric at most the floor's), as one line; None when it is
+        better, or when the record has no floor (written before runs recorded one)."""
+        floor = self.trivial_floor
+        if floor is None:
+            return None
+        picked, metric = self.selection[protocol], self.selection_metric
+        value = picked["test"][metric]
+        if value > floor["test"]:                   # NaN is no better
+            return None
+        return (f"test {metric} {100 * value:.1f} at the {protocol.replace('_', '-')} epoch {picked['epoch']} is no "
+                f"better than the trivial {floor['predictor']}'s {100 * floor['test']:.1f} "
+                f"({100 * (value - floor['test']):+.1f} points)")
 
     @property
     def train_seconds(self) -> float:
@@ -169,6 +189,8 @@ class RunMetrics:
             record["predictions"] = self.predictions
         if self.process_seconds is not None:
             record["process_seconds"] = self.process_seconds
+        if self.trivial_floor is not None:
+            record["trivial_floor"] = self.trivial_floor
         return record
 
     @classmethod
@@ -203,6 +225,8 @@ class RunMetrics:
                                         f"(or NaN: undefined); {METRICS_FIX}")
         if "predictions" in metrics:
             check_entry(metrics["predictions"], where, n_epochs, KEPT_FILE)
+        if "trivial_floor" in metrics:
+            check_floor(metrics["trivial_floor"], where)
         try:
             again, recorded = select_epochs(epochs, sel_metric), dict(metrics["selection"])
         except (KeyError, TypeError, ValueError) as err:
@@ -220,7 +244,17 @@ class RunMetrics:
                                 f"but its selections are dev epoch {dev_best}, test epochs {expected['test']}; "
                                 f"{METRICS_FIX}")
         return cls(epochs=epochs, selection=again, selection_metric=sel_metric, complete=True,
-                   predictions=metrics.get("predictions"), process_seconds=metrics.get("process_seconds"))
+                   predictions=metrics.get("predictions"), process_seconds=metrics.get("process_seconds"),
+                   trivial_floor=metrics.get("trivial_floor"))
+
+
+def check_floor(floor, where: Path) -> None:
+    """A metrics record's ``trivial_floor``: ``{"predictor": name, "test": a fraction in [0, 1]}``."""
+    value = floor.get("test") if isinstance(floor, dict) else None
+    if (not isinstance(floor, dict) or set(floor) != {"predictor", "test"} or not isinstance(floor["predictor"], str)
+            or not is_kind(value, (int, float)) or not 0 <= value <= 1):
+        raise AbsaError(f"{where}: trivial_floor is {floor!r}, expected {{\"predictor\": name, \"test\": a fraction "
+                        f"in [0, 1]}}; {METRICS_FIX}")
 
 
 def epoch_seconds(epochs: list[dict]) -> float:

@@ -14,7 +14,10 @@ upgrades from; the readers (:mod:`absa_lib.training.records.typed`) see the curr
                                                               (``processor``) only (:func:`env_fields`)
                   2       current
     metrics.json  1       no ``predictions``                  the run kept no per-example predictions
-                  2       current; a metric declared later    ``–`` with :data:`~absa_lib.evaluation.metrics.NOT_RECORDED`
+                  2       no ``trivial_floor``                whether the run beat the trivial predictors is
+                                                              not known (:meth:`RunMetrics.at_trivial_level`
+                                                              None); the tables score them from the data
+                  3       current; a metric declared later    ``–`` with :data:`~absa_lib.evaluation.metrics.NOT_RECORDED`
                           is absent from its epochs           in every table (absa_lib.evaluation.metrics)
 
 Two older formats live with their own readers, since only those readers open the files: kept
