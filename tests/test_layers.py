@@ -123,11 +123,16 @@ def test_no_branch_on_a_model_name_outside_the_models():
     """What a model can do is a trait of its registry record (``traits(name).per_context``, ``names_with
     (table_row=True)``): no module outside ``absa_lib/models/`` compares a model name (``== "bert-single"``,
     ``in ("cg-bert", "qacg-bert")``), so adding a model means adding its record."""
+    assert branches_on(set(MODELS), outside="models") == []
+
+
+def branches_on(names: set[str], outside: str) -> list[str]:
+    """Where a module of absa_lib outside ``absa_lib/<outside>/`` compares a value with one of ``names``."""
     import ast
 
-    names, branches = set(MODELS), []
+    branches = []
     for path in sorted((ROOT / "absa_lib").rglob("*.py")):
-        if "models" in path.relative_to(ROOT / "absa_lib").parts[:1]:
+        if outside in path.relative_to(ROOT / "absa_lib").parts[:1]:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Compare):
@@ -136,7 +141,7 @@ def test_no_branch_on_a_model_name_outside_the_models():
                 consts = [side] if isinstance(side, ast.Constant) else list(getattr(side, "elts", []))
                 if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
                     branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert branches == []
+    return branches
 
 
 def test_every_module_has_its_row_in_the_tests_readme():
@@ -153,22 +158,9 @@ def test_no_module_outside_data_branches_on_a_datasets_name():
     """What differs between datasets is a field of their record (absa_lib.data.datasets.Dataset: targets,
     masked targets, the paper's F1 of means, the title, the example), not ``if dataset == "semeval"`` in
     the modules that use it; your own data gets the same behaviour from its record."""
-    import ast
-
     from absa_lib.data.datasets import REGISTRY
 
-    names, branches = set(REGISTRY), []
-    for path in sorted((ROOT / "absa_lib").rglob("*.py")):
-        if "data" in path.relative_to(ROOT / "absa_lib").parts[:1]:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Compare):
-                continue
-            for side in (node.left, *node.comparators):
-                consts = [side] if isinstance(side, ast.Constant) else list(getattr(side, "elts", []))
-                if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
-                    branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert names >= {"sentihood", "semeval"} and branches == []
+    assert set(REGISTRY) >= {"sentihood", "semeval"} and branches_on(set(REGISTRY), outside="data") == []
 
 
 def test_your_own_data_is_a_record_not_a_patch_of_the_benchmarks_tables(fixtures_dir):

@@ -21,23 +21,23 @@ the classes are imported when first asked for.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 
+from absa_lib.lazy import lazy_names
 from absa_lib.models.backbones import BACKBONES
 from absa_lib.models.registry import (
-           FIELDS,
-           MODELS,
-           PRESETS,
-           build_for_training,
-           build_model,
-           checked_overrides,
-           model_config,
-           names_with,
-           preset_fields,
-           reads,
-           traits,
+    FIELDS,
+    MODELS,
+    PRESETS,
+    build_for_training,
+    build_model,
+    checked_overrides,
+    model_config,
+    names_with,
+    preset_fields,
+    reads,
+    traits,
 )
 
 _LAZY = {  # name: the module that defines it, imported when first asked for (torch, transformers)
@@ -52,12 +52,7 @@ __all__ = ["BACKBONES", "FIELDS", "MODELS", "PRESETS", "AbsaConfig", "AbsaModel"
            "reads", "traits"]
 
 
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)   # the names above, imported when first asked for
 
 
 def __dir__() -> list[str]:

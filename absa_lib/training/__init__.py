@@ -12,16 +12,10 @@
     checkpoint  safetensors checkpoints with checksums, and the resume state
 """
 
-import importlib
+from absa_lib.lazy import lazy_names
 
 _API = {"TrainConfig": "config", "train": "loop", "Run": "records", "find_runs": "records", "load_run": "records"}
 __all__ = ["Run", "TrainConfig", "find_runs", "load_run", "train"]
 
 
-def __getattr__(name: str):
-    """The names above, imported when first asked for: ``absa_lib.training.config`` alone needs no torch."""
-    if name not in _API:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _API)   # the names above, imported when first asked for

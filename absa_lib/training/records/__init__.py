@@ -28,7 +28,7 @@ Every file is written atomically (:mod:`absa_lib.fileio`), so a killed process l
 file or the new one, and ``complete`` is written last.
 """
 
-import importlib
+from absa_lib.lazy import lazy_names
 
 _API = {  # name: the module of this package that defines it, imported when first asked for (the run_all
     # driver reads the layout alone, without torch)
@@ -42,9 +42,4 @@ _API = {  # name: the module of this package that defines it, imported when firs
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str):
-    if name not in _API:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _API)   # the names above, imported when first asked for
