@@ -170,3 +170,22 @@ def test_an_exported_folder_reads_only_the_files_its_record_names(tmp_path, tiny
     with pytest.raises(AbsaError, match=r"env.json: not valid JSON .*; delete it \(the next `absa train` of the "
                                         r"run writes it again; its finished epochs stay\)"):
         load_run(copy)
+
+
+def test_an_export_needs_the_run_folder_only_and_its_card_says_what_the_missing_data_leaves_out(tmp_path, tiny_run,
+                                                                                                 monkeypatch):
+    """Without the benchmark's raw files an export is written all the same (issue 87): the card leaves out
+    the trivial predictors' rows, which need the test file, and says why; the exported folder predicts."""
+    from absa_lib.apply import predict_text
+    from absa_lib.reports.model_card import CARD, export_run
+
+    monkeypatch.setenv("ABSA_DATA_DIR", str(tmp_path / "no-data"))
+    (tmp_path / "no-data").mkdir()
+    folder = export_run(load_run(tiny_run()), tmp_path / "exported")
+    card = (folder / CARD).read_text()
+    assert "The trivial predictors' rows are not shown: the benchmark's files were not in the data folder" in card
+    assert "(trivial)" not in card
+    assert predict_text(load_model_folder(folder), "LOCATION1 is safe")["predictions"]
+    monkeypatch.undo()                                    # the benchmark's files again
+    with_data = export_run(load_run(tiny_run()), tmp_path / "with-data")
+    assert "(trivial)" in (with_data / CARD).read_text() and "not shown" not in (with_data / CARD).read_text()

@@ -65,6 +65,12 @@ class Dataset:
     def raw_file(self, split: str) -> str:
         return dict(self.files)[split]
 
+    def missing_files(self, data_dir=None) -> list[Path]:
+        """Its raw files that are not in the data folder (``data_dir``, else ``$ABSA_DATA_DIR`` or the
+        download folder); none for your own data, whose examples were read when it was registered."""
+        root = resolve_data_dir(data_dir)
+        return [root / f for f in dict.fromkeys(f for _, f in self.files) if not (root / f).is_file()]
+
 
 REGISTRY: dict[str, Dataset] = {}
 """Every dataset this process knows, by name: the benchmarks (declared at the end of this module) and

@@ -62,7 +62,8 @@ def card_text(run: Run, data_dir=None) -> str:
     dev, test = run.selected("dev_best"), run.selected("test_best")
     columns = metric_columns(dataset)
     row = _paper_row(config)
-    trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES else {}
+    missing = data.missing_files(data_dir)               # the card needs the raw test file only for its trivial rows
+    trivial = trivial_baselines_of(dataset, [run], data_dir) if dataset in PAPER_TABLES and not missing else {}
     name = f"{config.model}-{dataset}"
     subset = config.max_eval_examples
     # not "transformers" (the hub assumes it of a folder with a config.json), no pipeline_tag, no widget:
@@ -109,6 +110,9 @@ def card_text(run: Run, data_dir=None) -> str:
         lines.append(f"| the paper: {row.name} (BERT-base) | {cells({k: v[0] for k, v in row.values.items()}, 1.0)} |")
     for trivial_name, values in trivial.items():
         lines.append(f"| {trivial_name} | {cells(values)} |")
+    if missing:
+        lines += ["", "The trivial predictors' rows are not shown: the benchmark's files were not in the data folder "
+                      "when this folder was exported (`absa data download` fetches them; export again for the rows)."]
     lines += ["", "## Intended use and limits", "",
               "Research on targeted aspect-based sentiment analysis of English reviews: the sentiment (or absence) "
               "of each aspect" + (" for each target location" if data.masked_targets else "") + " of a sentence.",
