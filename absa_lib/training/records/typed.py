@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from absa_lib.checks import is_kind
@@ -26,7 +26,13 @@ from absa_lib.errors import AbsaError, one_line
 from absa_lib.evaluation.kept import check_entry
 from absa_lib.training.config import TrainConfig, config_hash
 from absa_lib.training.records.layout import EXPORT_RECORD, KEPT_FILE
-from absa_lib.training.records.upgrade import RECORD_EXTRAS, config_fields, config_identity, env_fields
+from absa_lib.training.records.upgrade import (
+    RECORD_EXTRAS,
+    config_fields,
+    config_identity,
+    env_fields,
+    upgraded_config,
+)
 
 CONFIG_FIX = "restore the file, or train the run again with `absa train ... --force`"
 METRICS_FIX = "the file was edited or damaged: restore it, or retrain with --force"
@@ -47,6 +53,10 @@ class RunConfig:
 
     train: TrainConfig
     record: dict
+    upgraded: dict = field(init=False, repr=False, compare=False)   # the record in the current format
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "upgraded", upgraded_config(self.record))
 
     def __getattr__(self, name: str):
         if name in TrainConfig.__dataclass_fields__:
@@ -55,29 +65,26 @@ class RunConfig:
             return self.record.get(name)
         raise AttributeError(f"a run's config has no field {name!r}")
 
-    def _upgraded(self) -> dict:
-        return {**self.record, **{k: v for k, v in config_fields(self.record).items() if k not in self.record}}
-
     def __getitem__(self, name: str):
-        return self._upgraded()[name]
+        return self.upgraded[name]
 
     def get(self, name: str, default=None):
-        return self._upgraded().get(name, default)
+        return self.upgraded.get(name, default)
 
     def keys(self):
-        return self._upgraded().keys()
+        return self.upgraded.keys()
 
     def items(self):
-        return self._upgraded().items()
+        return self.upgraded.items()
 
     def __iter__(self):
-        return iter(self._upgraded())
+        return iter(self.upgraded)
 
     def __len__(self) -> int:
-        return len(self._upgraded())
+        return len(self.upgraded)
 
     def __contains__(self, name) -> bool:
-        return name in self._upgraded()
+        return name in self.upgraded
 
     @classmethod
     def from_record(cls, record, source: Path) -> RunConfig:

@@ -52,6 +52,12 @@ def config_fields(record: dict) -> dict:
     return {**fields, **{k: v for k, v in FIELDS_ADDED.items() if k not in fields}}
 
 
+def upgraded_config(record: dict) -> dict:
+    """A config.json record in the current format: a field added after it was written at the value the
+    run had (the record's own keys first, in its order)."""
+    return {**record, **{k: v for k, v in FIELDS_ADDED.items() if k not in record}}
+
+
 def config_identity(record: dict) -> dict:
     """The run identity (:func:`~absa_lib.training.config.run_identity`) a config.json record
     describes, from what it recorded: nothing is recomputed (neither the data nor the backbone's
