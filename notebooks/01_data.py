@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -71,6 +71,7 @@ num_threads: int = 1                         # CPU threads for torch; 0: torch's
 data_dir: str = ""                           # benchmark files; empty: $ABSA_DATA_DIR or download folder
 results_dir: str = "executed/smoke/results"  # data_statistics.{csv,md} go here
 figures_dir: str = "executed/smoke/figures"  # the label distribution figure goes here
+reference_dir: str = "results/reference"     # without the raw files: the counts it keeps (data/benchmarks.json)
 
 # %%
 from absa_lib.harness.session import setup
@@ -101,10 +102,10 @@ from absa_lib import data
 from absa_lib.harness.session import show_table
 from absa_lib.reports import data_overview, plots, tables
 
-examples = {(ds, split): data.load_examples(ds, split, notebook.data_dir)
-            for ds in data.DATASETS for split in data.SPLITS}
-show_table(data_overview.examples_frame(examples[("sentihood", "test")][:8]))
-show_table(data_overview.examples_frame(examples[("semeval", "test")][:5]))
+bench = notebook.benchmarks        # the raw files' counts and a few sentences (kept for render without them)
+shown = {ds: bench.shown(ds, "test") for ds in data.DATASETS}
+show_table(data_overview.examples_frame(shown["sentihood"][:8]))
+show_table(data_overview.examples_frame(shown["semeval"][:5]))
 
 # %% [markdown]
 # ## 2. Context ids
@@ -122,8 +123,8 @@ show_table(data_overview.examples_frame(examples[("semeval", "test")][:5]))
 # %%
 show_table(data_overview.context_table())
 # every LOCATION1 id occurs once per sentence, every LOCATION2 id once per sentence that names LOCATION2
-show_table(pd.DataFrame({f"{ds} {split}": pd.Series([e.context_id for e in exs]).value_counts().sort_index()
-                        for (ds, split), exs in examples.items()}).fillna(0).astype(int))
+show_table(pd.DataFrame({f"{ds} {split}": pd.Series(bench.context_counts(ds, split))
+                        for ds in data.DATASETS for split in data.SPLITS}).fillna(0).astype(int))
 
 # %% [markdown]
 # ## 3. Statistics, checked against the paper
@@ -135,7 +136,7 @@ show_table(pd.DataFrame({f"{ds} {split}": pd.Series([e.context_id for e in exs])
 # The example counts must equal the rows of the published NLI_M files that the official code reads.
 
 # %%
-stats = data.stats(notebook.data_dir)
+stats = bench.stats()
 statistics = data_overview.data_statistics(stats)
 show_table(statistics)
 check = data_overview.check_against_paper(stats)
@@ -173,7 +174,7 @@ notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "data_label_di
 from absa_lib.data.features import encode_examples
 from absa_lib.models import load_tokenizer
 
-example = next(e for e in examples[("sentihood", "test")] if e.key == ("583", "LOCATION1", "price"))
+example = next(e for e in shown["sentihood"] if e.key == ("583", "LOCATION1", "price"))
 print(example.text, "|", example.target, example.aspect, "->", example.label)
 show_table(data_overview.input_variants(example))
 tokenizer = load_tokenizer(backbone)

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -86,6 +86,7 @@ data_dir: str = ""                           # SentiHood and SemEval; empty: $AB
 runs_dir: str = "executed/smoke/runs"        # CG-BERT run folders: records and checkpoints (git-ignored)
 results_dir: str = "executed/smoke/results"  # CG-BERT's run records are copied here
 figures_dir: str = "executed/smoke/figures"  # CG-BERT's training curves go here
+reference_dir: str = "results/reference"     # without the raw files: the counts it keeps (data/benchmarks.json)
 
 # %%
 from absa_lib.harness.session import setup
@@ -158,7 +159,6 @@ show_table(pd.DataFrame([{"field": name, "paper": paper, "official": official}
 # %%
 import torch
 
-from absa_lib import data
 from absa_lib.data.features import encode_batch
 from absa_lib.data.inputs import model_sizes
 from absa_lib.evaluation.analysis import extract_components
@@ -167,7 +167,7 @@ from absa_lib.reports import figure_data
 from absa_lib.reports.figure_data import find_example
 
 torch.manual_seed(0)
-test = data.load_examples("sentihood", "test", notebook.data_dir)
+test = notebook.benchmarks.shown("sentihood", "test")      # the few sentences shown (kept for render)
 pair = [find_example(test, ("583", "LOCATION1", aspect)) for aspect in ("price", "transit-location")]
 tokenizer = load_tokenizer(backbone)
 batch, tokens = encode_batch(pair, "none", tokenizer, max_length)
@@ -222,7 +222,7 @@ for ds in datasets:
 
 # %%
 # the trivial rows, on the test examples the runs were scored on
-trivial = {ds: tables.trivial_baselines_of(ds, runs, notebook.data_dir) for ds in datasets}
+trivial = {ds: notebook.benchmarks.trivial_of(ds, runs) for ds in datasets}
 floors = {ds: tables.trivial_floor(ds, trivial[ds]) for ds in datasets}   # dotted: the best trivial row
 fig = plots.training_curves(figure_data.curves_from_runs(runs), floors=floors)
 notebook.outputs += plots.save_figure(fig, notebook.dirs.figures, "curves_cg_bert")

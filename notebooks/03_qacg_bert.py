@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -90,6 +90,7 @@ data_dir: str = ""                           # benchmark folder; empty: $ABSA_DA
 runs_dir: str = "executed/smoke/runs"        # the run cache shared with 02 (git-ignored)
 results_dir: str = "executed/smoke/results"  # table1_sentihood / table2_semeval (.csv, .md) go here
 figures_dir: str = "executed/smoke/figures"  # QACG-BERT's training curves go here
+reference_dir: str = "results/reference"     # without the raw files: the counts it keeps (data/benchmarks.json)
 
 # %%
 from absa_lib.harness.session import setup
@@ -163,7 +164,6 @@ show_source(QACGBertSelfAttention.forward)        # Eqs. 1 and 4–8
 # %%
 import torch
 
-from absa_lib import data
 from absa_lib.data.features import encode_batch
 from absa_lib.data.inputs import model_sizes
 from absa_lib.evaluation.analysis import extract_components
@@ -172,7 +172,7 @@ from absa_lib.reports import figure_data
 from absa_lib.reports.figure_data import find_example
 
 torch.manual_seed(0)
-test = data.load_examples("sentihood", "test", notebook.data_dir)
+test = notebook.benchmarks.shown("sentihood", "test")      # the few sentences shown (kept for render)
 pair = [find_example(test, ("1474", target, "price")) for target in ("LOCATION1", "LOCATION2")]
 batch, tokens = encode_batch(pair, "none", load_tokenizer(backbone), max_length)
 SENTIHOOD = model_sizes("sentihood")          # num_labels 3, num_contexts 8, num_aspects 4
@@ -233,7 +233,7 @@ runs, all_runs = grid.flatten(grid_runs), grid.flatten({**grid_runs, **cg_runs})
 
 # %%
 # the floor of each metric, on the test examples the runs were scored on
-trivial = {ds: tables.trivial_baselines_of(ds, all_runs, notebook.data_dir) for ds in datasets}
+trivial = {ds: notebook.benchmarks.trivial_of(ds, all_runs) for ds in datasets}
 for ds in datasets:
     df = tables.build_table(ds, all_runs, trivial=trivial[ds])
     md = tables.to_markdown(df, ds)

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -97,6 +97,7 @@ data_dir: str = ""                           # the ablations' data; empty: $ABSA
 runs_dir: str = "executed/smoke/runs"        # ablation run folders (the cache 03 shares)
 results_dir: str = "executed/smoke/results"  # ablations.{csv,md} and the ablation run records go here
 figures_dir: str = "executed/smoke/figures"  # the ablation bar chart goes here
+reference_dir: str = "results/reference"     # without the raw files: the counts it keeps (data/benchmarks.json)
 
 # %%
 from absa_lib.harness.session import setup
@@ -164,7 +165,7 @@ from absa_lib.reports.paper_numbers import DATASET_NAMES
 
 variants = variant_tables.ablation_variants(grid_runs, ablation_dataset, ablations.ABLATIONS)
 # the floor, as in Tables 1-2, on the test examples the runs were scored on
-trivial = tables.trivial_baselines_of(ablation_dataset, grid.flatten(grid_runs), notebook.data_dir)
+trivial = notebook.benchmarks.trivial_of(ablation_dataset, grid.flatten(grid_runs))
 df = variant_tables.ablation_table(ablation_dataset, variants, trivial)
 name = DATASET_NAMES[ablation_dataset]
 md = variant_tables.ablation_markdown(df, ablation_dataset, f"Ablations on {name} (test set, %)")

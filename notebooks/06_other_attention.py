@@ -128,7 +128,6 @@ notebook = setup("06_other_attention", globals())   # the parameters above, fold
 # %%
 import torch
 
-from absa_lib import data
 from absa_lib.data.features import encode_batch
 from absa_lib.data.inputs import model_sizes
 from absa_lib.harness.session import show_source, show_table
@@ -142,7 +141,7 @@ SENTIHOOD = model_sizes("sentihood")          # num_labels 3, num_contexts 8, nu
 show_source(ALSTMModel.forward)
 torch.manual_seed(0)
 tokenizer = load_tokenizer(backbone)
-test = data.load_examples("sentihood", "test", notebook.data_dir)
+test = notebook.benchmarks.shown("sentihood", "test")      # the few sentences shown (kept for render)
 pair = [find_example(test, (*SENTENCE, aspect)) for aspect in ("price", "safety")]
 batch, _ = encode_batch(pair, "none", tokenizer, max_length)
 inputs = {k: v for k, v in batch.items() if k != "labels"}
@@ -255,7 +254,7 @@ for ds in datasets:
     specs = grid.other_attention_specs(ds)
     grids[ds] = grid.run_grid(specs, [ds], seeds, notebook.train_base, notebook.dirs.runs, allow_training,
                               force_retrain, notebook.data_dir)
-    trivial = tables.trivial_baselines_of(ds, grid.flatten(grids[ds]), notebook.data_dir)
+    trivial = notebook.benchmarks.trivial_of(ds, grid.flatten(grids[ds]))
     df = variant_tables.comparison_table(ds, grids[ds], specs, trivial)
     md = variant_tables.comparison_markdown(df, ds, f"{paper_numbers.TITLES[ds]}: other attention systems")
     notebook.outputs += tables.write_table(df, md, notebook.dirs.results, f"other_attention_{ds}")
@@ -337,7 +336,7 @@ from absa_lib.reports import claims
 from absa_lib.training.records import find_runs
 
 every_run = find_runs(notebook.dirs.runs)            # the runs of 02-06, and any other of this runs folder
-floors = {ds: tables.trivial_floor(ds, tables.trivial_baselines_of(ds, every_run, notebook.data_dir))[1] for ds in datasets}
+floors = {ds: tables.trivial_floor(ds, notebook.benchmarks.trivial_of(ds, every_run))[1] for ds in datasets}
 claimed = claims.claims_table(every_run, floors, tuple(datasets))
 # the run outcomes (the stall) count every run of a configuration: reading the reference, its checks' CPU runs too
 checks = notebook.dirs.reference / "checks" if notebook.dirs.reference else None

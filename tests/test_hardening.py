@@ -227,7 +227,7 @@ def test_a_file_where_the_results_folder_should_be_is_refused_before_any_noteboo
     from absa_lib.harness import run_all, session
 
     (tmp_path / "afile").write_text("x")
-    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: pytest.fail("the data step ran"))
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None, reference=None: pytest.fail("the data step ran"))
     for name, value in {**run_all.OWN_ENV, **run_all.OFFLINE_ENV}.items():    # what the driver sets, undone after
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(ROOT)

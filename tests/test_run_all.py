@@ -210,7 +210,7 @@ def test_the_driver_reads_the_profile_once_and_parses_and_checks_each_thing_once
     (tmp_path / "params").symlink_to(ROOT / "params")
     (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
     monkeypatch.setattr(run_all, "_shown_root", lambda root: tmp_path)
-    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: (True, []))
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None, reference=None: (True, []))
     monkeypatch.setattr(run_all, "train_grid", lambda *args: True)
     monkeypatch.setattr(run_all, "run_notebook", lambda *args, **kwargs: True)
     monkeypatch.setattr(run_all.manifest, "main", lambda args: 0)
@@ -583,7 +583,7 @@ def test_a_profile_that_trains_nothing_refuses_a_runs_folder_without_runs_and_wr
     (tmp_path / "params").symlink_to(ROOT / "params")
     (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
     monkeypatch.setattr(run_all, "_shown_root", lambda root: tmp_path)
-    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None: (True, []))
+    monkeypatch.setattr(run_all, "data_lines", lambda data_dir=None, reference=None: (True, []))
     monkeypatch.setattr(run_all, "run_notebook", lambda *args, **kwargs: ran.append(args[0]) or True)
     monkeypatch.setattr(run_all.manifest, "main", lambda args: 0)
     for name, value in {**run_all.OWN_ENV, **run_all.OFFLINE_ENV}.items():

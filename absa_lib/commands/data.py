@@ -1,6 +1,7 @@
 """``absa data download|verify|stats``: fetch, check and summarise the benchmark files;
 ``absa data check FOLDER``: check and summarise a folder of your own data; ``absa data export``: a
-benchmark in that format."""
+benchmark in that format; ``absa data facts``: what render needs of the raw files, committed beside
+the reference runs."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--force", action="store_true", help="write into a folder that is not empty, replacing "
                                                         "its dataset.json and CSV files")
     e.set_defaults(func=_export)
+    f = actions.add_parser("facts", help="write the counts, trivial rows and shown sentences that render reads "
+                                         "when the raw files are absent (results/reference/data/benchmarks.json)")
+    f.add_argument("--reference", default="results/reference",
+                   help="the committed records' folder: the file goes in its data/, the trivial rows are scored "
+                        "for the test subsets its runs/ use (default: %(default)s, from the repository root)")
+    f.add_argument("--check", action="store_true", help="write nothing: exit 1 when the file differs from what "
+                                                        "the raw files give")
+    f.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    f.set_defaults(func=_facts)
 
 
 def _print_report(report: dict[str, str], data_dir) -> None:
@@ -93,6 +103,29 @@ def _export(args: argparse.Namespace) -> int:
     from absa_lib.data.own_data import export_benchmark
 
     print(export_benchmark(args.dataset, args.folder, args.data_dir, force=args.force))
+    return 0
+
+
+def _facts(args: argparse.Namespace) -> int:
+    from absa_lib.fileio import read_json
+    from absa_lib.paths import from_root
+    from absa_lib.reports.benchmark_facts import FACTS_FILE, REWRITE, facts_from_raw, write_facts
+    from absa_lib.training.records import find_runs
+
+    reference = from_root(args.reference)
+    runs = find_runs(reference / "runs") if (reference / "runs").is_dir() else []
+    subsets = {r.config.max_eval_examples for r in runs} | {None}
+    path = reference / FACTS_FILE
+    if args.check:
+        if not path.is_file() or read_json(path, REWRITE) != facts_from_raw(args.data_dir, subsets):
+            print(f"{path}: differs from what the raw files give (or is missing); {REWRITE}")
+            return 1
+        print(f"{path}: up to date with the raw files")
+        return 0
+    write_facts(path, args.data_dir, subsets)
+    shown = ", ".join("whole test set" if k is None else f"first {k} examples" for k in
+                      sorted(subsets, key=lambda k: -1 if k is None else k))
+    print(f"wrote {path} (trivial rows on: {shown})")
     return 0
 
 

@@ -344,7 +344,11 @@ def load_examples(dataset: str, split: str, data_dir=None, verify: bool = True) 
 def split_stats(dataset: str, split: str, data_dir=None) -> dict:
     """A split's sentences, (sentence, target) groups, examples, and label counts overall and per
     aspect (in ``LABELS`` order)."""
-    exs = load_examples(dataset, split, data_dir)
+    return split_stats_of(load_examples(dataset, split, data_dir), dataset)
+
+
+def split_stats_of(exs: list, dataset: str) -> dict:
+    """:func:`split_stats` of the examples ``exs`` of ``dataset``."""
     per_aspect = defaultdict(Counter)
     for ex in exs:
         per_aspect[ex.aspect][ex.label] += 1

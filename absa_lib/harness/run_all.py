@@ -50,6 +50,7 @@ from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, check_runs_to_draw, notebook_parameters, read_profile_file
 from absa_lib.paths import ensure_writable, repo_root, resolve_data_dir
+from absa_lib.reports.benchmark_facts import Benchmarks
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -323,15 +324,23 @@ def write_normalized(executed: Path, dest: Path, root: Path) -> bool:
 # ------------------------------------------------------------------------------------------- command line
 
 
-def data_lines(data_dir: str | None = None) -> tuple[bool, list[str]]:
+def data_lines(data_dir: str | None = None, reference: Path | None = None) -> tuple[bool, list[str]]:
     """Whether the benchmark files are in place (downloading the missing ones), and the lines that say
     so; on failure the lines name the folder, the first bad file and the two ways to fix it, each short
-    enough for a terminal."""
+    enough for a terminal. ``reference``: a profile that only draws, from these committed records;
+    without the raw files it reads the facts committed beside them and downloads nothing
+    (:meth:`absa_lib.reports.benchmark_facts.Benchmarks.open`)."""
     folder = resolve_data_dir(data_dir)
     try:
         verify(data_dir)
         return True, [f"[data] the benchmark files are in {folder}"]
     except AbsaError as missing:
+        if reference is not None:
+            try:
+                return True, [Benchmarks.open(data_dir, reference).line]
+            except AbsaError as err:
+                if str(err) != str(missing):     # a facts file there, but stale or edited: say so, do not pass over it
+                    return False, [f"[data] not in {folder}, and {err}"]
         lines = [f"[data] not in {folder}: {str(missing).removesuffix('; ' + FIX)}", "[data] downloading them"]
     try:
         download(data_dir)
@@ -551,7 +560,8 @@ def run(argv: list[str], python: str) -> int:
     started = int(time.time())
     # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
     # notebook and every cell of a grid reads them
-    ok, lines = data_lines(params.get("data_dir") or None)
+    draws_from = _resolve(params["reference_dir"], top) if not params.get("allow_training") and params.get("reference_dir") else None
+    ok, lines = data_lines(params.get("data_dir") or None, draws_from)
     say("\n".join(lines))
     if not ok:
         return 1

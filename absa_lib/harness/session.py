@@ -35,6 +35,7 @@ from absa_lib.harness.profiles import (
     notebook_parameters,
 )
 from absa_lib.paths import ensure_writable, from_root
+from absa_lib.reports.benchmark_facts import Benchmarks
 from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder
 
@@ -50,13 +51,15 @@ class Folders:
 @dataclass
 class Session:
     """What a notebook works with: ``params`` (its declared parameters), ``dirs``, ``data_dir`` (None:
-    ``$ABSA_DATA_DIR``, then the download folder), ``outputs``, the files it wrote, and ``changed``,
+    ``$ABSA_DATA_DIR``, then the download folder), ``benchmarks`` (what the tables read of the raw files,
+    :class:`~absa_lib.reports.benchmark_facts.Benchmarks`), ``outputs``, the files it wrote, and ``changed``,
     the parameters whose values differ from the profile that ``params["profile"]`` names."""
 
     notebook: str
     params: dict
     dirs: Folders
     data_dir: str | None
+    benchmarks: Benchmarks
     outputs: list = field(default_factory=list)
     changed: list = field(default_factory=list)
 
@@ -122,12 +125,15 @@ def setup(notebook: str, namespace: dict) -> Session:
     print(f"device: {device_summary()}")
     print("\n".join(f"{name}: {path}" for name, path in vars(dirs).items() if path is not None))
     data_dir = params.get("data_dir") or None
-    ensure_data(data_dir)
+    trains = params.get("allow_training", False)        # 01_data never trains
+    benchmarks = open_benchmarks(data_dir, None if trains else dirs.reference)
+    if benchmarks.line:
+        print(benchmarks.line)
     if params.get("allow_training") is False and dirs.runs is not None:
         print(f"nothing is trained here (profile {params['profile']}): every table and figure is drawn from the "
               f"run records in {dirs.runs}, with the seeds and budget each row states; the training parameters above "
               "(seeds, epochs, ...) are those a training profile would use")
-    return Session(notebook, params, dirs, data_dir, changed=changed)
+    return Session(notebook, params, dirs, data_dir, benchmarks, changed=changed)
 
 
 # what IPython puts in a notebook's globals, and the install cell's switch (absa_lib.harness.colab)
@@ -186,6 +192,19 @@ def ensure_data(data_dir=None) -> None:
     except AbsaError as err:
         print(f"[data] {err}: downloading")
         download(data_dir)
+
+
+def open_benchmarks(data_dir=None, reference: Path | None = None) -> Benchmarks:
+    """The benchmark facts a notebook reads: the raw files (downloaded when missing); for a notebook
+    that only draws (``reference``: its committed records), the reference's facts file when the raw
+    files are absent, so render runs offline (:meth:`Benchmarks.open`)."""
+    if reference is not None:
+        try:
+            return Benchmarks.open(data_dir, reference)
+        except AbsaError:
+            pass                   # no facts to draw from, or raw files present but bad: as a training notebook
+    ensure_data(data_dir)
+    return Benchmarks(data_dir)
 
 
 def save_json(obj, path: str | Path) -> Path:
