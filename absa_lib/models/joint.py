@@ -114,6 +114,25 @@ def split_probs(probs: np.ndarray, none: int, tau: float) -> tuple[np.ndarray, n
     return 1.0 / (1.0 + ratio * (1 - tau) / tau), s
 
 
+def after_epoch(model: torch.nn.Module, gold: np.ndarray, dev_probs: np.ndarray) -> dict:
+    """What an epoch of a joint model records (``{}`` for the single objective), from the dev labels
+    ``gold`` (N,) and the dev class probabilities (N, C); ``joint-dwa`` also updates the task weights
+    from the dev losses.
+
+    Returns ``{"task_weights": {task: w used this epoch}, "dev_task_losses": {task: L̄}}``.
+    """
+    config = model.config
+    if not is_joint(config):
+        return {}
+    losses = dev_task_losses(dev_probs, gold, config.none_label, config.joint_tau)
+    used = [float(w) for w in model.task_weights.tolist()]
+    if config.absa_objective == "joint-dwa":
+        new = updated_weights(used, losses)
+        model.task_weights.copy_(torch.tensor(new, dtype=model.task_weights.dtype))
+    return {"task_weights": dict(zip(TASKS, used, strict=True)),
+            "dev_task_losses": dict(zip(TASKS, losses, strict=True))}
+
+
 def dev_task_losses(probs: np.ndarray, gold: np.ndarray, none: int, tau: float) -> list[float]:
     """Mean L_cat over all dev examples and mean L_sent over those with an aspect present."""
     p, s = split_probs(probs, none, tau)

@@ -84,11 +84,11 @@ def train(config: TrainConfig, runs_dir=None, data_dir=None, force: bool = False
             if startup is not None:              # this process's first epoch: what came before it
                 row["startup_seconds"], startup = startup, None
             probs = _evaluate(s, row, progress)
-            row.update(_joint_task_weights(s.model, config, s.splits["dev"][0], probs["dev"]))  # joint-dwa: updated
+            row.update(joint.after_epoch(s.model, s.gold["dev"], probs["dev"]))   # joint-dwa: its task weights updated
             s.books.record(row, probs, s.model, s.optimizer)
             if progress:
                 _say_epoch(config, row, s.books.sel_metric)
-        return s.books.finish(floor_record(config.dataset, s.train_labels, [e.label_id for e in s.splits["test"][0]]))
+        return s.books.finish(floor_record(config.dataset, s.train_labels, s.gold["test"]))
 
 
 def _cached(path: Path, launch: Launch) -> Run:
@@ -121,6 +121,11 @@ class _Session:
     launch: Launch                                       # resume state kept? launched by a grid when?
     books: EpochRecorder                                 # the epochs so far, the selection, the resume state
     estimate_said: bool = False                          # the whole run's time estimate, printed once
+
+    @cached_property
+    def gold(self) -> dict[str, np.ndarray]:
+        """Dev's and test's label ids, ``{split: (N,)}``."""
+        return {split: np.array([e.label_id for e in examples]) for split, (examples, _) in self.splits.items()}
 
     def probe_evaluation(self) -> tuple[int, float, int, float]:
         """``(inputs, inputs/s, probed, seconds)``: the dev and test inputs one evaluation reads, and the
@@ -238,29 +243,9 @@ def _evaluate(s: _Session, row: dict, progress: bool = False) -> dict[str, np.nd
         probs[split] = class_probabilities(config.dataset, config.aux, predict_probs(
             s.model, enc, config.eval_batch_size, s.pad_id, config.precision, on_batch=shown.update))
         shown.close()
-        row[split] = compute_metrics(config.dataset, np.array([e.label_id for e in examples]), probs[split])
+        row[split] = compute_metrics(config.dataset, s.gold[split], probs[split])
     row["eval_seconds"] = time.time() - t0
     return probs
-
-
-def _joint_task_weights(model: torch.nn.Module, config: TrainConfig, dev_examples: list,
-                        dev_probs: np.ndarray) -> dict:
-    """The epoch's record of a joint run (``{}`` otherwise); ``joint-dwa`` also updates the task weights
-    from the dev losses (:mod:`absa_lib.models.joint`).
-
-    Returns ``{"task_weights": {task: w used this epoch}, "dev_task_losses": {task: L̄}}``.
-    """
-    if config.objective == "single":
-        return {}
-    mc = model.config
-    gold = np.array([e.label_id for e in dev_examples])
-    losses = joint.dev_task_losses(dev_probs, gold, mc.none_label, mc.joint_tau)
-    used = [float(w) for w in model.task_weights.tolist()]
-    if config.objective == "joint-dwa":
-        new = joint.updated_weights(used, losses)
-        model.task_weights.copy_(torch.tensor(new, dtype=model.task_weights.dtype))
-    return {"task_weights": dict(zip(joint.TASKS, used, strict=True)),
-            "dev_task_losses": dict(zip(joint.TASKS, losses, strict=True))}
 
 
 def _say_epoch(config: TrainConfig, row: dict, metric: str) -> None:
