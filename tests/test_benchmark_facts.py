@@ -124,3 +124,11 @@ def test_a_notebook_that_draws_takes_the_facts_and_one_that_trains_fetches_the_f
     nb = session.setup("04_ablations", {"__annotations__": {**dict.fromkeys(trains, str), "allow_training": bool},
                                         **trains})
     assert fetched == [str(empty)] and nb.benchmarks.raw
+
+
+def test_the_readme_and_the_guide_count_the_sentences_the_facts_keep(both):
+    _, kept = both
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight"}
+    n = len({(d, e.sentence_id) for d in D.DATASETS for e in kept.shown(d, "test")})
+    for page in ("README.md", "docs/running.md"):
+        assert f"{words[n]} sentences" in (repo_root() / page).read_text(), page

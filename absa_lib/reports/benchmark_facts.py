@@ -4,7 +4,7 @@ Rendering every table and figure from the committed run records needs little of 
 and SemEval files: each split's counts (the data notebook's statistics and label figure), the
 examples per context id, the trivial predictors' metrics on test (every table's floor rows) and
 the few sentences the notebooks show. ``absa data facts`` writes these, from the verified raw
-files, to ``results/reference/data/benchmarks.json`` (counts, metrics and five sentences, not the
+files, to ``results/reference/data/benchmarks.json`` (counts, metrics and six sentences, not the
 data). Render reads the raw files when they are there and this file when they are not, so a
 reader offline rebuilds the same tables and figures, byte for byte.
 
