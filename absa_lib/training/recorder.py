@@ -24,18 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
-from absa_lib.errors import AbsaError, one_line
+from absa_lib.errors import AbsaError
 from absa_lib.evaluation.kept import Kept, resumed, write_kept
 from absa_lib.evaluation.predictions import write_predictions
-from absa_lib.training.checkpoint import (
-    load_trainer_state,
-    recover_checkpoint,
-    save_checkpoint,
-    verify_checkpoint,
-)
+from absa_lib.training.checkpoint import recover_checkpoint, restore_checkpoint, save_checkpoint, verify_checkpoint
 from absa_lib.training.records import Run, RunFolder, RunMetrics, load_run, select_epochs, write_metrics
 from absa_lib.training.runs import Launch, runs_training_beside
 
@@ -75,7 +68,7 @@ class EpochRecorder:
         the resume state the last process left."""
         for which in ("best", "last"):                 # a save a kill cut between its two renames
             recover_checkpoint(RunFolder(path).checkpoint(which))
-        state = _restored(RunFolder(path).checkpoint("last"), model, optimizer)
+        state = restore_checkpoint(RunFolder(path).checkpoint("last"), model, optimizer, path.name, RESUME_FIX)
         kept = Kept.for_splits(run_id, dataset, examples)
         books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
         if state is not None:                          # resume after an interruption
@@ -168,19 +161,3 @@ class EpochRecorder:
         run.cached = False
         return run
 
-
-def _restored(last: Path, model, optimizer) -> dict | None:
-    """Load the model and optimizer state of the resume state ``last`` (``checkpoints/last``, verified
-    to be its run's); its trainer state, or None when there is none."""
-    if not last.exists() and not last.is_symlink():
-        return None
-    epoch = verify_checkpoint(last, last.parents[1].name, None, RESUME_FIX)   # this run's, not a copy of another's
-    try:
-        state = load_trainer_state(last, optimizer)
-        if state is not None:
-            model.load_checked(load_file(last / "model.safetensors"), str(last / "model.safetensors"))
-    except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {RESUME_FIX}") from None
-    if state is None or state["epoch"] != epoch:
-        raise AbsaError(f"{last}: its trainer state is not the one of epoch {epoch} it names; {RESUME_FIX}")
-    return state
