@@ -123,9 +123,8 @@ class EpochRecorder:
 
     def save_within_epoch(self, model, optimizer, partial: dict) -> None:
         """The resume state part-way through an epoch (``partial``: its batches done, losses, seconds)."""
-        self.partial = partial
-        save_checkpoint(self.last, model, self.path.name, self.epoch, optimizer, self.trainer_state())
-        self.partial = None
+        state = self.trainer_state() | {"partial": partial}
+        save_checkpoint(self.last, model, self.path.name, self.epoch, optimizer, state)
 
     def record(self, row: dict, probs: dict[str, np.ndarray], model, optimizer) -> None:
         """Book the evaluated epoch ``row`` (its dev and test metrics from ``probs``, the class
