@@ -30,7 +30,7 @@ from absa_lib.data.inputs import model_sizes
 from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad_multiple
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
-from absa_lib.evaluation.metrics import compute_metrics, selection_metric
+from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
@@ -164,8 +164,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
     scaler = grad_scaler(device, config.precision)
     run_id = write_config(RunFolder(path), config, len(train_ex), len(train_enc), len(splits["dev"][0]),
                           len(splits["test"][0]))
-    books = EpochRecorder.open(path=path, run_id=run_id, dataset=config.dataset,
-                               sel_metric=selection_metric(config.dataset), launch=launch, model=model,
+    books = EpochRecorder.open(path=path, run_id=run_id, dataset=config.dataset, launch=launch, model=model,
                                optimizer=optimizer, scaler=scaler,
                                examples={s: examples for s, (examples, _) in splits.items()})
     write_env(RunFolder(path), collect_env(), books.epoch)

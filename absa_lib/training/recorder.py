@@ -27,8 +27,14 @@ import torch
 
 from absa_lib.errors import AbsaError
 from absa_lib.evaluation.kept import Kept, resumed, write_kept
+from absa_lib.evaluation.metrics import selection_metric
 from absa_lib.evaluation.predictions import write_predictions
-from absa_lib.training.checkpoint import recover_checkpoint, restore_checkpoint, save_checkpoint, verify_checkpoint
+from absa_lib.training.checkpoint import (
+    recover_checkpoint,
+    restore_checkpoint,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from absa_lib.training.records import Run, RunFolder, RunMetrics, load_run, select_epochs, write_metrics
 from absa_lib.training.runs import Launch, runs_training_beside
 
@@ -62,7 +68,7 @@ class EpochRecorder:
         return self.folder.checkpoint("last")
 
     @classmethod
-    def open(cls, *, path: Path, run_id: str, dataset: str, sel_metric: str, examples: dict[str, list],
+    def open(cls, *, path: Path, run_id: str, dataset: str, examples: dict[str, list],
              launch: Launch, model, optimizer, scaler: torch.amp.GradScaler | None = None) -> EpochRecorder:
         """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
         the resume state the last process left."""
@@ -70,7 +76,8 @@ class EpochRecorder:
             recover_checkpoint(RunFolder(path).checkpoint(which))
         state = restore_checkpoint(RunFolder(path).checkpoint("last"), model, optimizer, path.name, RESUME_FIX)
         kept = Kept.for_splits(run_id, dataset, examples)
-        books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
+        books = cls(path=path, sel_metric=selection_metric(dataset), examples=examples, kept=kept, launch=launch,
+                    scaler=scaler)
         if state is not None:                          # resume after an interruption
             books.epoch, books.step, books.epochs, books.best = (state["epoch"], state["step"], state["epochs"],
                                                                  state["best"])
