@@ -34,7 +34,6 @@ from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
-from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
 from absa_lib.training.optim import build_optimizer, lr_factor
 from absa_lib.training.progress import EpochProgress, EvalProgress
@@ -169,7 +168,7 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
                                examples={s: examples for s, (examples, _) in splits.items()})
     write_env(RunFolder(path), collect_env(), books.epoch)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    routing = step_routing(config.model, config.sampler)                  # bert-single: its K classifiers routed
+    routing = model.step_routing(config.sampler)                        # bert-single: its K classifiers routed
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),
                     optimizer=optimizer, scaler=scaler, device=device, pad_id=tokenizer.pad_token_id or 0,
                     pad_to=pad_multiple(config.compile, routing, config.max_length), train_enc=train_enc,
@@ -197,7 +196,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         s.scaler.scale(loss).backward()           # fp16: the loss scaled up, so small gradients do not underflow
-        skip_absent_contexts(s.step_model, s.model, batch.get("context_ids"))   # bert-single, mixed batches
+        s.model.after_backward(s.step_model, batch.get("context_ids"))   # bert-single: absent contexts skipped
         s.scaler.unscale_(s.optimizer)            # the true gradients, before they are clipped
         torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)
         s.scaler.step(s.optimizer)                # fp16: skipped when a gradient overflowed
