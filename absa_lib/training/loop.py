@@ -35,7 +35,7 @@ from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
-from absa_lib.training.optim import build_optimizer, lr_factor
+from absa_lib.training.optim import build_optimizer, set_lr
 from absa_lib.training.progress import EpochProgress, EvalProgress
 from absa_lib.training.recorder import EpochRecorder
 from absa_lib.training.records import Run, RunFolder, load_run, write_config, write_env
@@ -190,9 +190,7 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     t0 = saved = time.time()
     bar = EpochProgress(progress, s, epoch, len(order), done)
     for i, (_, batch) in enumerate(batches(s.train_enc, order[done:], s.pad_id, s.pad_to), start=done + 1):
-        factor = lr_factor(books.step, s.total_steps, config.warmup, config.schedule)
-        for group in s.optimizer.param_groups:
-            group["lr"] = group["base_lr"] * factor
+        set_lr(s.optimizer, books.step, s.total_steps, config.warmup, config.schedule)
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         s.scaler.scale(loss).backward()           # fp16: the loss scaled up, so small gradients do not underflow
