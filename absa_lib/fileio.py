@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +82,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n").encode())
+
+
+def replace_dir(tmp: Path, final: Path) -> None:
+    """``tmp`` (complete) in place of ``final``, in two renames: ``final`` -> ``final.old``, ``tmp`` ->
+    ``final``. A kill between them leaves no ``final``; the reader finishes the move
+    (:func:`~absa_lib.training.checkpoint.recover_checkpoint`)."""
+    old = final.with_name(final.name + ".old")
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def decode_utf8(raw: bytes, name: str) -> str:

@@ -105,7 +105,6 @@ def _sync(device) -> None:
 def _train_step(model, optimizer, batch, device, precision, step_model=None) -> tuple[float, float]:
     """One timed training step, (wall, CPU) seconds; ``step_model``: the compiled forward (default ``model``)."""
     from absa_lib.device import autocast
-    from absa_lib.models.bert_single import skip_absent_contexts
 
     model.train()
     _sync(device)
@@ -113,7 +112,7 @@ def _train_step(model, optimizer, batch, device, precision, step_model=None) -> 
     with autocast(device, precision):
         loss = (model if step_model is None else step_model)(**batch).loss
     loss.backward()
-    skip_absent_contexts(step_model, model, batch.get("context_ids"))        # as in training
+    model.after_backward(step_model, batch.get("context_ids"))        # as in training
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     _sync(device)
@@ -232,7 +231,6 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
     from absa_lib.data.inputs import model_sizes
     from absa_lib.device import compiled
     from absa_lib.evaluation.inference import for_inference
-    from absa_lib.models.bert_single import step_routing
     from absa_lib.models.registry import build_for_training
     from absa_lib.training.optim import build_optimizer
 
@@ -241,7 +239,7 @@ def _warmed_up_models(args, settings: dict, data: dict, device) -> dict[str, tup
         model = build_for_training(name, backbone=args.backbone, preset=args.preset,
                                    **model_sizes(args.dataset, args.aux)).to(device)
         opt = build_optimizer(model, _train_config(args, name))          # training's parameter groups
-        routing = step_routing(name, args.sampler)
+        routing = model.step_routing(args.sampler)
         steps = {label: compiled(model, mode, routing) for label, (_, _, mode) in settings.items()}
         runners = {label: for_inference(model, precision) for label, (precision, _, _) in settings.items()}
         for label, (precision, _, _) in settings.items():

@@ -89,9 +89,9 @@ def test_a_kill_between_the_two_renames_of_a_save_resumes_from_the_saved_state(s
             raise Killed
         real(tmp, final)
 
-    real = checkpoint._replace_dir
+    real = checkpoint.replace_dir
     with monkeypatch.context() as m:
-        m.setattr(checkpoint, "_replace_dir", first_rename_only)
+        m.setattr(checkpoint, "replace_dir", first_rename_only)   # as the save calls it
         with pytest.raises(Killed):
             training.train(small(), runs_dir=tmp_path, progress=False)
     folder = RunFolder(tmp_path / "sentihood" / small().model / whole.run_id)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from absa_lib.data.download import FIX as _REFETCH
-from absa_lib.data.download import verified_path
+from absa_lib.data.download import dataset_checksums, verified_path
 from absa_lib.errors import AbsaError
 from absa_lib.paths import resolve_data_dir
 
@@ -127,6 +127,17 @@ def group_size(dataset: str) -> int:
     """Consecutive examples that belong to one (sentence, target), one per aspect: 4 or 5."""
     _check(dataset)
     return len(ASPECTS[dataset])
+
+
+def data_checksums(dataset: str) -> dict[str, str]:
+    """The pinned checksums of a benchmark's files, or those of your own dataset's folder."""
+    if dataset not in OWN:
+        return dataset_checksums(dataset)
+    if OWN[dataset].folder is None:
+        raise AbsaError(f"dataset {dataset!r} is known from a run record only; register its folder to train "
+                        "(absa train --dataset FOLDER, or absa_lib.data.own_data.register_dataset(FOLDER))")
+    OWN[dataset].check_files()          # the run cache is keyed on these: never on stale ones
+    return OWN[dataset].checksums()
 
 
 def train_subset(examples: list, k: int | None) -> list:

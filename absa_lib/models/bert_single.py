@@ -166,6 +166,15 @@ class PerContextModel(AbsaPreTrainedModel):
                 for p in model.parameters():
                     p.grad = None
 
+    def step_routing(self, sampler: str) -> str:
+        """``sparse`` on per-context batches, ``stacked`` on mixed ones (:func:`step_routing`)."""
+        return step_routing("bert-single", sampler)
+
+    def after_backward(self, step_model: nn.Module, context_ids: torch.Tensor) -> None:
+        """The gradients of the classifiers with no row in the batch to None when ``step_model`` routed
+        densely (:func:`skip_absent_contexts`)."""
+        skip_absent_contexts(step_model, self, context_ids)
+
 
 class RoutedStep(nn.Module):
     """A :class:`PerContextModel`'s training step: ``routing`` (:meth:`PerContextModel.route`,

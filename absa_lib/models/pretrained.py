@@ -131,6 +131,17 @@ class AbsaPreTrainedModel(PreTrainedModel):
         check_keys(bad_keys(self.state_dict(), state), source, f"the weights of a {self.config.absa_model} model")
         self.load_state_dict(state, strict=True)
 
+    def step_routing(self, sampler: str) -> str | None:
+        """How a training step routes a batch that ``sampler`` drew (``device.compiled``'s ``routing``):
+        None, the model as it is (bert-single routes its K classifiers,
+        :meth:`~absa_lib.models.bert_single.PerContextModel.step_routing`)."""
+        return None
+
+    def after_backward(self, step_model: torch.nn.Module, context_ids: torch.Tensor | None) -> None:
+        """After a training step's backward pass through ``step_model`` (``device.compiled``'s): nothing
+        to do (bert-single drops the gradients of the classifiers with no row in the batch,
+        :meth:`~absa_lib.models.bert_single.PerContextModel.after_backward`)."""
+
 
 @contextmanager
 def quiet_transformers():

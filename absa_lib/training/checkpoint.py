@@ -20,25 +20,14 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from absa_lib.errors import AbsaError, one_line
-from absa_lib.fileio import atomic_write_json, file_sha256, new_file_mode, read_json
+from absa_lib.fileio import atomic_write_json, file_sha256, new_file_mode, read_json, replace_dir
 
 CHECKSUMS = "checksums.json"
 IDENTITY = "checkpoint.json"        # {"run_id", "epoch"}: the run and the epoch this checkpoint holds
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """``tmp`` (complete) in place of ``final``, in two renames: ``final`` -> ``final.old``, ``tmp`` ->
-    ``final``. A kill between them leaves no ``final``; :func:`recover_checkpoint` finishes the move."""
-    old = final.with_name(final.name + ".old")
-    if final.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-    tmp.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def recover_checkpoint(directory: Path) -> None:
-    """Finish a save a kill cut between its two renames (:func:`_replace_dir`): ``directory`` missing, the
+    """Finish a save a kill cut between its two renames (:func:`~absa_lib.fileio.replace_dir`): ``directory`` missing, the
     new checkpoint complete under ``.tmp`` (its checksums are written last) or the previous one under
     ``.old``. Without this, a resume would not see the state and would start again from epoch 1."""
     directory = Path(directory)
@@ -76,7 +65,7 @@ def save_checkpoint(directory: Path, model, run_id: str, epoch: int, optimizer=N
         for p in tmp.iterdir():                # safetensors writes 0o600; the records are the umask's
             p.chmod(new_file_mode())
         atomic_write_json(tmp / CHECKSUMS, {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
-        _replace_dir(tmp, directory)
+        replace_dir(tmp, directory)
     except (OSError, SafetensorError, AbsaError) as err:      # disk full, quota, permissions
         shutil.rmtree(tmp, ignore_errors=True)
         raise AbsaError(f"could not write the checkpoint {directory} ({one_line(err)}); free some space or "
@@ -154,3 +143,21 @@ def load_trainer_state(directory: Path, optimizer) -> dict | None:
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     return meta
+
+
+def restore_checkpoint(directory: Path, model, optimizer, run_id: str, fix: str) -> dict | None:
+    """Load the model and optimizer state of the resume state ``directory`` (verified to be run
+    ``run_id``'s); its trainer state, or None when there is none. Errors end with ``fix``."""
+    directory = Path(directory)
+    if not directory.exists() and not directory.is_symlink():
+        return None
+    epoch = verify_checkpoint(directory, run_id, None, fix)     # this run's, not a copy of another's
+    try:
+        state = load_trainer_state(directory, optimizer)
+        if state is not None:
+            model.load_checked(load_file(directory / "model.safetensors"), str(directory / "model.safetensors"))
+    except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise AbsaError(f"{directory}: cannot resume ({one_line(err)}); {fix}") from None
+    if state is None or state["epoch"] != epoch:
+        raise AbsaError(f"{directory}: its trainer state is not the one of epoch {epoch} it names; {fix}")
+    return state

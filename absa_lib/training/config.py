@@ -20,7 +20,6 @@ from pathlib import Path
 from absa_lib._version import __version__
 from absa_lib.checks import is_int, is_number
 from absa_lib.data import datasets as D
-from absa_lib.data.download import dataset_checksums
 from absa_lib.data.inputs import B_VARIANTS, INPUT_VARIANTS, SENTENCE_ONLY, auxiliary_sentence
 from absa_lib.device import COMPILE_MODES, PRECISIONS, default_device, resolve_precision
 from absa_lib.errors import AbsaError
@@ -250,7 +249,7 @@ def run_identity(config: TrainConfig) -> dict:
     config = resolved(config)
     fields = {k: v for k, v in config.to_dict().items()
               if not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])}
-    identity = {"config": fields, "data_sha256": data_checksums(config.dataset),
+    identity = {"config": fields, "data_sha256": D.data_checksums(config.dataset),
                 "backbone_fingerprint": backbone_fingerprint(config.backbone), "absa_lib_version": __version__}
     if config.dataset in D.OWN:                    # your own data: its scheme travels with the run
         identity["dataset_scheme"] = D.OWN[config.dataset].scheme.to_dict()
@@ -261,17 +260,6 @@ def run_identity(config: TrainConfig) -> dict:
             raise AbsaError(f"alstm_vectors={vectors}: no such file; expected a GloVe text file")
         identity["vectors_sha256"] = file_sha256(path)
     return identity
-
-
-def data_checksums(dataset: str) -> dict[str, str]:
-    """The pinned checksums of a benchmark's files, or those of your own dataset's folder."""
-    if dataset not in D.OWN:
-        return dataset_checksums(dataset)
-    if D.OWN[dataset].folder is None:
-        raise AbsaError(f"dataset {dataset!r} is known from a run record only; register its folder to train "
-                        "(absa train --dataset FOLDER, or absa_lib.data.own_data.register_dataset(FOLDER))")
-    D.OWN[dataset].check_files()          # the run cache is keyed on these: never on stale ones
-    return D.OWN[dataset].checksums()
 
 
 def resolved(config: TrainConfig) -> TrainConfig:

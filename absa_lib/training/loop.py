@@ -30,13 +30,12 @@ from absa_lib.data.inputs import model_sizes
 from absa_lib.device import autocast, compiled, default_device, grad_scaler, pad_multiple
 from absa_lib.errors import AbsaError, RunStopped, one_line
 from absa_lib.evaluation.inference import class_probabilities, predict_probs, to_device
-from absa_lib.evaluation.metrics import compute_metrics, selection_metric
+from absa_lib.evaluation.metrics import compute_metrics
 from absa_lib.evaluation.trivial import floor_record
 from absa_lib.fileio import lock_holder
 from absa_lib.models import build_for_training, joint, load_tokenizer
-from absa_lib.models.bert_single import skip_absent_contexts, step_routing
 from absa_lib.training.config import TrainConfig, check_max_length, resolved, run_path
-from absa_lib.training.optim import build_optimizer, lr_factor
+from absa_lib.training.optim import build_optimizer, set_lr
 from absa_lib.training.progress import EpochProgress, EvalProgress
 from absa_lib.training.recorder import EpochRecorder
 from absa_lib.training.records import Run, RunFolder, load_run, write_config, write_env
@@ -164,13 +163,12 @@ def _open_run(config: TrainConfig, path: Path, tokenizer, data_dir, launch: Laun
     scaler = grad_scaler(device, config.precision)
     run_id = write_config(RunFolder(path), config, len(train_ex), len(train_enc), len(splits["dev"][0]),
                           len(splits["test"][0]))
-    books = EpochRecorder.open(path=path, run_id=run_id, dataset=config.dataset,
-                               sel_metric=selection_metric(config.dataset), launch=launch, model=model,
+    books = EpochRecorder.open(path=path, run_id=run_id, dataset=config.dataset, launch=launch, model=model,
                                optimizer=optimizer, scaler=scaler,
                                examples={s: examples for s, (examples, _) in splits.items()})
     write_env(RunFolder(path), collect_env(), books.epoch)
     steps_per_epoch = len(epoch_batches(config, train_enc, 1))
-    routing = step_routing(config.model, config.sampler)                  # bert-single: its K classifiers routed
+    routing = model.step_routing(config.sampler)                        # bert-single: its K classifiers routed
     return _Session(config=config, path=path, model=model, step_model=compiled(model, config.compile, routing),
                     optimizer=optimizer, scaler=scaler, device=device, pad_id=tokenizer.pad_token_id or 0,
                     pad_to=pad_multiple(config.compile, routing, config.max_length), train_enc=train_enc,
@@ -192,13 +190,11 @@ def _train_epoch(s: _Session, epoch: int, progress: bool) -> dict:
     t0 = saved = time.time()
     bar = EpochProgress(progress, s, epoch, len(order), done)
     for i, (_, batch) in enumerate(batches(s.train_enc, order[done:], s.pad_id, s.pad_to), start=done + 1):
-        factor = lr_factor(books.step, s.total_steps, config.warmup, config.schedule)
-        for group in s.optimizer.param_groups:
-            group["lr"] = group["base_lr"] * factor
+        set_lr(s.optimizer, books.step, s.total_steps, config.warmup, config.schedule)
         with autocast(s.device, config.precision):
             loss = _step_loss(s, batch)
         s.scaler.scale(loss).backward()           # fp16: the loss scaled up, so small gradients do not underflow
-        skip_absent_contexts(s.step_model, s.model, batch.get("context_ids"))   # bert-single, mixed batches
+        s.model.after_backward(s.step_model, batch.get("context_ids"))   # bert-single: absent contexts skipped
         s.scaler.unscale_(s.optimizer)            # the true gradients, before they are clipped
         torch.nn.utils.clip_grad_norm_(s.params, config.max_grad_norm)
         s.scaler.step(s.optimizer)                # fp16: skipped when a gradient overflowed

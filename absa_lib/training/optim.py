@@ -61,3 +61,11 @@ def lr_factor(step: int, total: int, warmup: float, schedule: str = "linear") ->
     if step < w:
         return (step + 1) / w
     return 1.0 if schedule == "constant" else max(0.0, (total - step) / max(1, total - w))
+
+
+def set_lr(optimizer: torch.optim.Optimizer, step: int, total: int, warmup: float, schedule: str = "linear") -> None:
+    """Each parameter group's rate for optimizer step ``step`` of ``total``: its ``base_lr`` (set by
+    :func:`build_optimizer`) × :func:`lr_factor`."""
+    factor = lr_factor(step, total, warmup, schedule)
+    for group in optimizer.param_groups:
+        group["lr"] = group["base_lr"] * factor

@@ -24,15 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
-from absa_lib.errors import AbsaError, one_line
+from absa_lib.errors import AbsaError
 from absa_lib.evaluation.kept import Kept, resumed, write_kept
+from absa_lib.evaluation.metrics import selection_metric
 from absa_lib.evaluation.predictions import write_predictions
 from absa_lib.training.checkpoint import (
-    load_trainer_state,
     recover_checkpoint,
+    restore_checkpoint,
     save_checkpoint,
     verify_checkpoint,
 )
@@ -69,15 +68,16 @@ class EpochRecorder:
         return self.folder.checkpoint("last")
 
     @classmethod
-    def open(cls, *, path: Path, run_id: str, dataset: str, sel_metric: str, examples: dict[str, list],
+    def open(cls, *, path: Path, run_id: str, dataset: str, examples: dict[str, list],
              launch: Launch, model, optimizer, scaler: torch.amp.GradScaler | None = None) -> EpochRecorder:
         """The books of the run in ``path``: fresh, or restored with ``model`` and ``optimizer`` from
         the resume state the last process left."""
         for which in ("best", "last"):                 # a save a kill cut between its two renames
             recover_checkpoint(RunFolder(path).checkpoint(which))
-        state = _restored(RunFolder(path).checkpoint("last"), model, optimizer)
+        state = restore_checkpoint(RunFolder(path).checkpoint("last"), model, optimizer, path.name, RESUME_FIX)
         kept = Kept.for_splits(run_id, dataset, examples)
-        books = cls(path=path, sel_metric=sel_metric, examples=examples, kept=kept, launch=launch, scaler=scaler)
+        books = cls(path=path, sel_metric=selection_metric(dataset), examples=examples, kept=kept, launch=launch,
+                    scaler=scaler)
         if state is not None:                          # resume after an interruption
             books.epoch, books.step, books.epochs, books.best = (state["epoch"], state["step"], state["epochs"],
                                                                  state["best"])
@@ -130,9 +130,8 @@ class EpochRecorder:
 
     def save_within_epoch(self, model, optimizer, partial: dict) -> None:
         """The resume state part-way through an epoch (``partial``: its batches done, losses, seconds)."""
-        self.partial = partial
-        save_checkpoint(self.last, model, self.path.name, self.epoch, optimizer, self.trainer_state())
-        self.partial = None
+        state = self.trainer_state() | {"partial": partial}
+        save_checkpoint(self.last, model, self.path.name, self.epoch, optimizer, state)
 
     def record(self, row: dict, probs: dict[str, np.ndarray], model, optimizer) -> None:
         """Book the evaluated epoch ``row`` (its dev and test metrics from ``probs``, the class
@@ -168,19 +167,3 @@ class EpochRecorder:
         run.cached = False
         return run
 
-
-def _restored(last: Path, model, optimizer) -> dict | None:
-    """Load the model and optimizer state of the resume state ``last`` (``checkpoints/last``, verified
-    to be its run's); its trainer state, or None when there is none."""
-    if not last.exists() and not last.is_symlink():
-        return None
-    epoch = verify_checkpoint(last, last.parents[1].name, None, RESUME_FIX)   # this run's, not a copy of another's
-    try:
-        state = load_trainer_state(last, optimizer)
-        if state is not None:
-            model.load_checked(load_file(last / "model.safetensors"), str(last / "model.safetensors"))
-    except (OSError, SafetensorError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise AbsaError(f"{last}: cannot resume ({one_line(err)}); {RESUME_FIX}") from None
-    if state is None or state["epoch"] != epoch:
-        raise AbsaError(f"{last}: its trainer state is not the one of epoch {epoch} it names; {RESUME_FIX}")
-    return state

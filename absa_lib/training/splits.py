@@ -7,7 +7,7 @@ import torch
 
 from absa_lib.data import datasets as D
 from absa_lib.data.features import Encoded, encode_examples, length_grouped, per_context, sequential
-from absa_lib.training.config import TrainConfig, data_checksums
+from absa_lib.training.config import TrainConfig
 
 _ENCODED: dict[tuple, tuple[list, list[Encoded]]] = {}     # one tokenization per split per process
 
@@ -18,7 +18,7 @@ def prepare_split(config: TrainConfig, split: str, tokenizer, data_dir=None) -> 
     subset = config.max_train_examples if split == "train" else config.max_eval_examples
     key = (config.dataset, split, config.aux, subset, config.max_length, tokenizer.name_or_path,
            len(tokenizer), str(data_dir),
-           tuple(sorted(data_checksums(config.dataset).items())))     # your own data's files can change
+           tuple(sorted(D.data_checksums(config.dataset).items())))     # your own data's files can change
     if key not in _ENCODED:
         examples = D.load_examples(config.dataset, split, data_dir=data_dir)
         examples = (D.train_subset(examples, subset) if split == "train"
