@@ -5,6 +5,7 @@ runs (paired by seed, refused when the two sides are not scored alike)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +111,10 @@ def test_holm_and_the_family():
     assert crowd[0].p_adjusted == pytest.approx(S.holm([v.seeds.p for v in [alone, *others]])[0])
     assert crowd[0].p_adjusted > 0.05
     assert crowd[0].verdict == "undecided at 5 seeds" and crowd[0].min_detectable > alone.min_detectable
-    assert S.seeds_needed(float("nan"), 1.0) is None and S.min_detectable(0.0, 3) == 0.0
+    assert S.seeds_needed(float("nan"), 1.0) is None
+    # no spread (identical differences): the rule tests nothing, so no gain is detectable and no n suffices
+    assert math.isnan(S.min_detectable(0.0, 3)) and math.isnan(S.min_detectable_known(0.0, 3))
+    assert S.seeds_needed(1.0, 0.0) is None
 
 
 def test_eps_min_is_seeded_and_refuses_what_it_cannot_test():

@@ -60,7 +60,10 @@ def test_compare_prints_no_verdict_for_identical_differences():
     table = compare(runs, shifted, metrics=("aspect_f1",))
     assert table["verdict"].iloc[0] == "undecided: 3 identical differences (+1.0 each), no spread to test"
     assert table["seeds"].iloc[0] == "42 43 44"
-    assert "no spread to test" in to_text(table, runs, shifted, "dev_best")
+    text = to_text(table, runs, shifted, "dev_best")
+    assert "no spread to test" in text
+    row = next(line for line in text.splitlines() if line.startswith("aspect_f1"))
+    assert math.isnan(table["min_detectable"].iloc[0]) and " – " in row and " 0.0 " not in row   # MDD: none, not 0
 
 
 def test_a_notebooks_figures_do_not_depend_on_the_callers_matplotlib_backend(tmp_path, monkeypatch):

@@ -228,11 +228,10 @@ def _solve(found, sd: float) -> float:
 def min_detectable_known(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float:
     """The MDD as if the seeds' spread ``sd`` were the true one (:func:`power_known` = ``power``): the
     figure the claims table printed before issue 86. With the spread estimated from three seeds, a
-    true gain of this size is found about 62% of the time on average, not 80% (docs/evidence/verdict_rule.md)."""
-    if n < 2 or not math.isfinite(sd):
+    true gain of this size is found about 62% of the time on average, not 80% (docs/evidence/verdict_rule.md).
+    NaN without a spread, as :func:`min_detectable`."""
+    if n < 2 or not math.isfinite(sd) or sd == 0:
         return math.nan
-    if sd == 0:
-        return 0.0
     return _solve(lambda delta: power_known(delta, sd, n, alpha) - power, sd)
 
 
@@ -244,11 +243,10 @@ def min_detectable(sd: float, n: int, alpha: float = ALPHA, power: float = POWER
     ``n`` seeds). It is ``sd`` times a factor of ``n``, ``alpha`` and ``power`` alone; at 3 seeds about
     1.55 times :func:`min_detectable_known` (α and α/15 alike), at 5 seeds about 1.25 times, at 10 about 1.1
     (docs/evidence/verdict_rule.md). ASO and the bootstrap only veto,
-    so the whole rule needs at least this."""
-    if n < 2 or not math.isfinite(sd):
+    so the whole rule needs at least this. NaN without a spread (``sd`` 0: identical differences,
+    which the rule does not test, :func:`no_spread`) or without two seeds."""
+    if n < 2 or not math.isfinite(sd) or sd == 0:
         return math.nan
-    if sd == 0:
-        return 0.0
     return _solve(lambda delta: expected_power(delta, sd, n, alpha, spread_df) - power, sd)
 
 
@@ -257,11 +255,10 @@ def seeds_needed(gain: float, sd: float, alpha: float = ALPHA, power: float = PO
     """The fewest seeds n at which the rule finds ``gain`` ``power`` of the time (None beyond ``most``, or
     without a gain): on average over the uncertainty of ``sd`` when it was estimated from
     ``spread_df`` + 1 seeds (:func:`expected_power`; the claims table passes its row's seeds less one),
-    or, with ``spread_df`` None, as if ``sd`` were the true spread. Power rises with n: a bisection."""
-    if not (math.isfinite(gain) and math.isfinite(sd)) or gain == 0:
+    or, with ``spread_df`` None, as if ``sd`` were the true spread; None without a spread (``sd`` 0: the
+    rule tests nothing there). Power rises with n: a bisection."""
+    if not (math.isfinite(gain) and math.isfinite(sd)) or gain == 0 or sd == 0:
         return None
-    if sd == 0:
-        return 2
     def enough(n: int) -> bool:
         if spread_df is None:
             return power_known(abs(gain), sd, n, alpha) >= power

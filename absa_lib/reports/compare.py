@@ -196,8 +196,9 @@ def to_text(table: pd.DataFrame, runs_a: list[Run], runs_b: list[Run], protocol:
              f"{'MDD':>5} {'95% CI (test)':<15} {'eps(A>B)':>8} {'eps(B>A)':>8}  verdict"]
     for r in table.itertuples():
         ci = "–" if math.isnan(r.ci_low) else f"[{r.ci_low:+.1f}, {r.ci_high:+.1f}]"
+        mdd = "–" if math.isnan(r.min_detectable) else f"{r.min_detectable:.1f}"      # no spread: nothing to detect with
         lines.append(f"{r.metric:<22} {r.a:6.1f} {r.b:6.1f} {r.mean_difference:+6.1f}  {r.differences:<18} "
-                     f"{f'[{r.seed_low:+.1f}, {r.seed_high:+.1f}]':<16} {r.p_adjusted:8.3f} {r.min_detectable:5.1f} {ci:<15} "
+                     f"{f'[{r.seed_low:+.1f}, {r.seed_high:+.1f}]':<16} {r.p_adjusted:8.3f} {mdd:>5} {ci:<15} "
                      f"{r.eps_a_over_b:8.2f} {r.eps_b_over_a:8.2f}  {r.verdict}")
     if table["ci_low"].isna().all():
         lines.append(f"95% CI (test): – ({table.attrs.get('no_interval') or 'no kept predictions'})")
