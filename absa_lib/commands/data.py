@@ -109,7 +109,7 @@ def _export(args: argparse.Namespace) -> int:
 def _facts(args: argparse.Namespace) -> int:
     from absa_lib.fileio import read_json
     from absa_lib.paths import from_root
-    from absa_lib.reports.benchmark_facts import FACTS_FILE, REWRITE, facts_from_raw, write_facts
+    from absa_lib.reports.dataset_facts import FACTS_FILE, REWRITE, facts_from_raw, write_facts
     from absa_lib.training.records import find_runs
 
     reference = from_root(args.reference)

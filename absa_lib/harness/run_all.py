@@ -50,7 +50,7 @@ from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, check_runs_to_draw, notebook_parameters, read_profile_file
 from absa_lib.paths import ensure_writable, repo_root, resolve_data_dir
-from absa_lib.reports.benchmark_facts import Benchmarks
+from absa_lib.reports.dataset_facts import Benchmarks
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -329,7 +329,7 @@ def data_lines(data_dir: str | None = None, reference: Path | None = None) -> tu
     so; on failure the lines name the folder, the first bad file and the two ways to fix it, each short
     enough for a terminal. ``reference``: a profile that only draws, from these committed records;
     without the raw files it reads the facts committed beside them and downloads nothing
-    (:meth:`absa_lib.reports.benchmark_facts.Benchmarks.open`)."""
+    (:meth:`absa_lib.reports.dataset_facts.Benchmarks.open`)."""
     folder = resolve_data_dir(data_dir)
     try:
         verify(data_dir)

@@ -35,7 +35,7 @@ from absa_lib.harness.profiles import (
     notebook_parameters,
 )
 from absa_lib.paths import ensure_writable, from_root
-from absa_lib.reports.benchmark_facts import Benchmarks
+from absa_lib.reports.dataset_facts import Benchmarks
 from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder
 
@@ -52,7 +52,7 @@ class Folders:
 class Session:
     """What a notebook works with: ``params`` (its declared parameters), ``dirs``, ``data_dir`` (None:
     ``$ABSA_DATA_DIR``, then the download folder), ``benchmarks`` (what the tables read of the raw files,
-    :class:`~absa_lib.reports.benchmark_facts.Benchmarks`), ``outputs``, the files it wrote, and ``changed``,
+    :class:`~absa_lib.reports.dataset_facts.Benchmarks`), ``outputs``, the files it wrote, and ``changed``,
     the parameters whose values differ from the profile that ``params["profile"]`` names."""
 
     notebook: str

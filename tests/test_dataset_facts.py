@@ -13,7 +13,7 @@ from absa_lib.data import datasets as D
 from absa_lib.errors import AbsaError
 from absa_lib.harness import run_all, session
 from absa_lib.paths import repo_root
-from absa_lib.reports import benchmark_facts as B
+from absa_lib.reports import dataset_facts as B
 from absa_lib.reports import tables
 from absa_lib.training.records import find_runs
 
