@@ -480,10 +480,10 @@ def test_an_unknown_routing_is_one_line():
 
 
 def test_after_a_stacked_step_the_absent_contexts_get_no_adam_step():
-    """`skip_absent_contexts`, which training and `absa bench` call after the backward pass: a
+    """`PerContextModel.after_backward`, which training and `absa bench` call after the backward pass: a
     stacked (dense) step leaves zero gradients on the classifiers without rows in the batch, and
     they become None, so AdamW skips them; after a sparse step there is nothing to do."""
-    from absa_lib.models.bert_single import PerContextModel, RoutedStep, skip_absent_contexts
+    from absa_lib.models.bert_single import PerContextModel, RoutedStep
 
     torch.manual_seed(0)
     model = build_per_context(backbone="tiny", num_labels=3, num_contexts=4, num_aspects=4)
@@ -492,7 +492,7 @@ def test_after_a_stacked_step_the_absent_contexts_get_no_adam_step():
         step = RoutedStep(model, routing, list(model.models))
         model.zero_grad(set_to_none=True)
         step(**batch).loss.backward()
-        skip_absent_contexts(step, model, batch["context_ids"])
+        model.after_backward(step, batch["context_ids"])
         with_grads = [c for c, m in enumerate(model.models) if all(p.grad is not None for p in m.parameters())]
         assert with_grads == [0, 1, 3]
         assert all(p.grad is None for p in model.models[2].parameters())

@@ -132,3 +132,12 @@ def test_the_readme_and_the_guide_count_the_sentences_the_facts_keep(both):
     n = len({(d, e.sentence_id) for d in D.DATASETS for e in kept.shown(d, "test")})
     for page in ("README.md", "docs/running.md"):
         assert f"{words[n]} sentences" in (repo_root() / page).read_text(), page
+
+
+def test_a_drawing_notebook_refuses_stale_facts_rather_than_fetching_the_files(reference, monkeypatch):
+    ref, empty = reference
+    monkeypatch.setattr(session, "ensure_data", lambda data_dir: pytest.fail("the setup cell fetched the files"))
+    (ref / B.FACTS_FILE).write_text(json.dumps({**json.loads((ref / B.FACTS_FILE).read_text()), "files": {}}))
+    common = {"profile": "render", "data_dir": str(empty), "reference_dir": str(ref)}
+    with pytest.raises(AbsaError, match="other raw files than the pinned"):
+        session.setup("01_data", {"__annotations__": dict.fromkeys(common, str), **common})

@@ -50,7 +50,7 @@ from absa_lib.harness import manifest, profiles
 from absa_lib.harness.manifest import NAME as MANIFEST
 from absa_lib.harness.profiles import PROFILES, check_runs_to_draw, notebook_parameters, read_profile_file
 from absa_lib.paths import ensure_writable, repo_root, resolve_data_dir
-from absa_lib.reports.dataset_facts import Benchmarks
+from absa_lib.reports.dataset_facts import Benchmarks, standing_facts
 
 INJECTED = "injected-parameters"          # papermill's tag (and, in a normalized copy, id) of the cell it adds
 # papermill's times (notebook and cell metadata) and the absolute paths it ran between
@@ -335,12 +335,11 @@ def data_lines(data_dir: str | None = None, reference: Path | None = None) -> tu
         verify(data_dir)
         return True, [f"[data] the benchmark files are in {folder}"]
     except AbsaError as missing:
-        if reference is not None:
+        if standing_facts(data_dir, reference) is not None:
             try:
                 return True, [Benchmarks.open(data_dir, reference).line]
-            except AbsaError as err:
-                if str(err) != str(missing):     # a facts file there, but stale or edited: say so, do not pass over it
-                    return False, [f"[data] not in {folder}, and {err}"]
+            except AbsaError as err:         # the facts file there, but stale or edited: said, not passed over
+                return False, [f"[data] not in {folder}, and {err}"]
         lines = [f"[data] not in {folder}: {str(missing).removesuffix('; ' + FIX)}", "[data] downloading them"]
     try:
         download(data_dir)
@@ -560,7 +559,8 @@ def run(argv: list[str], python: str) -> int:
     started = int(time.time())
     # the benchmark files first (checked; downloaded when missing; else how to point at a copy): every
     # notebook and every cell of a grid reads them
-    draws_from = _resolve(params["reference_dir"], top) if not params.get("allow_training") and params.get("reference_dir") else None
+    draws_only = not params.get("allow_training") and params.get("reference_dir")
+    draws_from = _resolve(params["reference_dir"], top) if draws_only else None
     ok, lines = data_lines(params.get("data_dir") or None, draws_from)
     say("\n".join(lines))
     if not ok:

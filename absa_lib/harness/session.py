@@ -35,7 +35,7 @@ from absa_lib.harness.profiles import (
     notebook_parameters,
 )
 from absa_lib.paths import ensure_writable, from_root
-from absa_lib.reports.dataset_facts import Benchmarks
+from absa_lib.reports.dataset_facts import Benchmarks, standing_facts
 from absa_lib.training.config import epochs_text
 from absa_lib.training.records import RunFolder
 
@@ -198,11 +198,8 @@ def open_benchmarks(data_dir=None, reference: Path | None = None) -> Benchmarks:
     """The benchmark facts a notebook reads: the raw files (downloaded when missing); for a notebook
     that only draws (``reference``: its committed records), the reference's facts file when the raw
     files are absent, so render runs offline (:meth:`Benchmarks.open`)."""
-    if reference is not None:
-        try:
-            return Benchmarks.open(data_dir, reference)
-        except AbsaError:
-            pass                   # no facts to draw from, or raw files present but bad: as a training notebook
+    if standing_facts(data_dir, reference) is not None:
+        return Benchmarks.open(data_dir, reference)       # a stale or edited facts file: refused, not passed over
     ensure_data(data_dir)
     return Benchmarks(data_dir)
 

@@ -172,8 +172,10 @@ class PerContextModel(AbsaPreTrainedModel):
 
     def after_backward(self, step_model: nn.Module, context_ids: torch.Tensor) -> None:
         """The gradients of the classifiers with no row in the batch to None when ``step_model`` routed
-        densely (:func:`skip_absent_contexts`)."""
-        skip_absent_contexts(step_model, self, context_ids)
+        densely (bert-single's stacked step on mixed batches, :class:`RoutedStep`): those classifiers got
+        zero gradients, and None lets Adam skip them, as under sparse routing."""
+        if getattr(step_model, "dense", False):
+            self.drop_absent_grads(context_ids)
 
 
 class RoutedStep(nn.Module):
@@ -205,12 +207,3 @@ def step_routing(name: str, sampler: str) -> str | None:
     if name != "bert-single":
         return None
     return "sparse" if sampler == "per-context" else "stacked"
-
-
-def skip_absent_contexts(step_model: nn.Module, model: nn.Module, context_ids: torch.Tensor) -> None:
-    """After a training step's backward pass through ``step_model`` (``device.compiled``'s): when it
-    routes densely (bert-single's stacked step on mixed batches, :class:`RoutedStep`), the models
-    with no row in the batch got zero gradients; set them to None so that Adam skips those models,
-    as under sparse routing. Nothing to do for any other step."""
-    if getattr(step_model, "dense", False):
-        model.drop_absent_grads(context_ids)

@@ -52,14 +52,20 @@ def _content_hash(benchmarks: dict) -> str:
     return hashlib.sha256(json.dumps(benchmarks, sort_keys=True, allow_nan=True).encode()).hexdigest()
 
 
+def _context_counts(examples: list, dataset: str) -> list[int]:
+    """Examples per context id (0 .. num_contexts - 1)."""
+    contexts = [0] * D.num_contexts(dataset)
+    for ex in examples:
+        contexts[ex.context_id] += 1
+    return contexts
+
+
 def _split_facts(examples: list, dataset: str) -> dict:
     """A split's counts, as :func:`absa_lib.data.datasets.split_stats` (label counts per aspect as lists
     in the dataset's label order), and its examples per context id."""
     stats = D.split_stats_of(examples, dataset)
     labels = D.LABELS[dataset]
-    contexts = [0] * D.num_contexts(dataset)
-    for ex in examples:
-        contexts[ex.context_id] += 1
+    contexts = _context_counts(examples, dataset)
     return {"sentences": stats["sentences"], "groups": stats["groups"], "examples": stats["examples"],
             "labels_by_aspect": {a: [stats["labels_by_aspect"][a][lab] for lab in labels]
                                  for a in D.ASPECTS[dataset]},
@@ -120,6 +126,16 @@ def read_facts(path: Path) -> dict:
     return facts
 
 
+def standing_facts(data_dir=None, reference: Path | None = None) -> Path | None:
+    """``<reference>/data/benchmarks.json`` when it stands in for the raw files: it is there and none of
+    the pinned raw files is in ``data_dir``; else None (the raw files are read, or refused as they are)."""
+    path = Path(reference) / FACTS_FILE if reference is not None else None
+    root = resolve_data_dir(data_dir)
+    if path is None or not path.is_file() or any((root / f).exists() for f in pinned_files()):
+        return None
+    return path
+
+
 class Benchmarks:
     """The benchmark facts the tables and notebooks read, from the raw files (``data_dir``) or from
     a facts file (``facts``, :func:`read_facts`); :meth:`open` chooses. ``line``: where they come
@@ -133,17 +149,13 @@ class Benchmarks:
         """The raw files in ``data_dir`` when they verify; else, when none of them is there and
         ``<reference>/data/benchmarks.json`` is, its facts. Raw files present but wrong (a size or
         hash) are refused as :func:`absa_lib.data.download.verify` says, not passed over."""
-        try:
+        path = standing_facts(data_dir, reference)
+        if path is None:
             verify(data_dir)
             return cls(data_dir)
-        except AbsaError:
-            root = resolve_data_dir(data_dir)
-            path = Path(reference) / FACTS_FILE if reference is not None else None
-            if path is None or not path.is_file() or any((root / f).exists() for f in pinned_files()):
-                raise
-            facts = read_facts(path)
-            return cls(None, facts, f"[data] the raw benchmark files are not in {root}: the counts, trivial rows "
-                                    f"and shown sentences come from {path}, written from the same pinned files")
+        return cls(None, read_facts(path), f"[data] the raw benchmark files are not in {resolve_data_dir(data_dir)}: "
+                                           f"the counts, trivial rows and shown sentences come from {path}, written "
+                                           "from the same pinned files")
 
     @property
     def raw(self) -> bool:
@@ -172,7 +184,7 @@ class Benchmarks:
     def context_counts(self, dataset: str, split: str) -> dict[int, int]:
         """``{context id: examples}`` of a split, for the ids that occur."""
         if self.raw:
-            counts = _split_facts(D.load_examples(dataset, split, self.data_dir), dataset)["contexts"]
+            counts = _context_counts(D.load_examples(dataset, split, self.data_dir), dataset)
         else:
             counts = self._facts(dataset)["splits"][split]["contexts"]
         return {c: n for c, n in enumerate(counts) if n}
